@@ -1,0 +1,139 @@
+"""The autograd data model: what one derivatives.yaml entry means for one
+dispatch key, once matched to its native function."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from ..model import Type, is_tensor_like
+from ..native_functions import NativeFunction
+from .cpp import Binding, return_names, return_type
+
+IDENT = r"(^|\W){}($|\W)"
+
+
+def uses_ident(formula: str, ident: str) -> bool:
+    return ident in formula and re.search(IDENT.format(re.escape(ident)), formula) is not None
+
+
+@dataclass(frozen=True)
+class SavedAttribute:
+    """A value stored on the autograd Function at forward time: an input or
+    output, or a property of one (`other_scalar_type` for `other.scalar_type()`)."""
+    name: str
+    type: str    # C++ type of the held value, const/ref removed
+    expr: str    # how to compute it at save time
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "type": self.type, "expr": self.expr}
+
+
+@dataclass(frozen=True)
+class Derivative:
+    """A backward formula giving the gradient of one or more inputs."""
+    formula: str                 # with saved attributes substituted
+    original_formula: str
+    var_names: tuple[str, ...]
+    saved_inputs: tuple[SavedAttribute, ...]
+    saved_outputs: tuple[SavedAttribute, ...]
+    named_gradients: frozenset[str]   # `grad_<return>` names the formula uses
+
+
+@dataclass(frozen=True)
+class ForwardDerivative:
+    """A forward-mode formula for one or more outputs (`result: ...`)."""
+    formula: str                 # auto_element_wise / auto_linear expanded
+    var_names: tuple[str, ...]
+    var_types: tuple[Type, ...]
+    required_inputs_fw_grad: tuple[str, ...]
+    required_inputs_primal: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DifferentiabilityInfo:
+    name: str                    # base name of the entry (`mul`), `x_copy.` for view copies
+    func: NativeFunction         # the canonical native function
+    dispatch_key: str            # `Default` or an autograd dispatch key
+    op: Optional[str]            # the autograd Function's class name, None if nothing is differentiable
+    derivatives: tuple[Derivative, ...]
+    forward_derivatives: tuple[ForwardDerivative, ...]
+    all_saved_inputs: tuple[SavedAttribute, ...]
+    all_saved_outputs: tuple[SavedAttribute, ...]
+    available_named_gradients: tuple[str, ...]
+    used_named_gradients: frozenset[str]
+    args_with_derivatives: tuple[Binding, ...]
+    non_differentiable_arg_names: tuple[str, ...]
+    output_differentiability: Optional[tuple[bool, ...]]
+    output_differentiability_conditions: Optional[tuple[str, ...]]
+    # Where the entry is, for messages.
+    file: str = ""
+    line: int = 0
+
+    @property
+    def has_derivatives(self) -> bool:
+        return bool(self.args_with_derivatives)
+
+    def uses(self, ident: str) -> bool:
+        return any(uses_ident(d.formula, ident) for d in self.derivatives)
+
+    @property
+    def uses_retain_variables(self) -> bool:
+        return self.uses("retain_variables")
+
+    @property
+    def uses_single_grad(self) -> bool:
+        return self.uses("grad")
+
+    def as_json(self) -> dict:
+        sa = lambda xs: [x.as_json() for x in xs]  # noqa: E731
+        return {
+            "name": self.name,
+            "func": str(self.func.func),
+            "dispatch_key": self.dispatch_key,
+            "op": self.op,
+            "derivatives": [{"formula": d.formula, "var_names": list(d.var_names),
+                             "saved_inputs": sa(d.saved_inputs), "saved_outputs": sa(d.saved_outputs)}
+                            for d in self.derivatives],
+            "forward_derivatives": [{"formula": f.formula, "var_names": list(f.var_names)}
+                                    for f in self.forward_derivatives],
+            "all_saved_inputs": sa(self.all_saved_inputs),
+            "all_saved_outputs": sa(self.all_saved_outputs),
+            "args_with_derivatives": [b.name for b in self.args_with_derivatives],
+            "non_differentiable_arg_names": list(self.non_differentiable_arg_names),
+            "output_differentiability": None if self.output_differentiability is None
+            else list(self.output_differentiability),
+        }
+
+
+@dataclass(frozen=True)
+class DifferentiableInput:
+    name: str
+    type: Type
+    cpp_type: str
+
+
+@dataclass(frozen=True)
+class DifferentiableOutput:
+    name: str
+    type: Type
+    cpp_type: str
+
+
+def differentiable_inputs(info: DifferentiabilityInfo) -> list[DifferentiableInput]:
+    """Inputs that get a gradient: tensor-like arguments with a formula."""
+    return [DifferentiableInput(b.name, b.argument.type, b.type)
+            for b in info.args_with_derivatives
+            if b.argument is not None and is_tensor_like(b.argument.type)]
+
+
+def differentiable_outputs(info: DifferentiabilityInfo) -> list[DifferentiableOutput]:
+    """Tensor-like returns, less those `output_differentiability` turns off."""
+    f = info.func.func
+    names = [n if n != "self" else "result" for n in return_names(f)]
+    flags = info.output_differentiability or (True,) * len(f.returns)
+    cref = info.func.use_const_ref_for_mutable_tensors
+    return [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).decl)
+            for n, r, ok in zip(names, f.returns, list(flags) + [False] * len(f.returns))
+            if ok and is_tensor_like(r.type)]

@@ -1,0 +1,502 @@
+"""derivatives.yaml -> DifferentiabilityInfo, one per entry and dispatch key.
+
+Each entry is matched to its native function by schema string, then to the
+canonical member of that function's variant group (functional/in-place/
+out=); its formulas are rewritten so that derived properties of inputs and
+outputs (`self.sym_sizes()`, `other.scalar_type()`, ...) are saved at forward
+time instead of whole tensors.  View entries also give their `{view}_copy`
+twins the same formulas.  Every problem is a SpecError naming file, line and
+entry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from .api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
+                           SavedAttribute, uses_ident)
+from .api.cpp import Binding, api_name, cpp_arguments, return_names, return_type
+from .errors import SpecError
+from .model import INPLACE, FunctionSchema, Type
+from .native_functions import NativeFunction, NativeSpec, load_tags, parse_native_functions
+from .yaml_io import Entry, load_entries, read_text
+
+AUTOGRAD_KEYS = frozenset(
+    ["AutogradNestedTensor"] + ["Autograd" + b for b in (
+        "CPU", "CUDA", "HIP", "XLA", "MTIA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "Meta",
+        "PrivateUse1", "PrivateUse2", "PrivateUse3")])
+
+_NAME_RE = re.compile(r"(\w+)(\.\w+)?\((.*)\)")
+_GRAD_INDEX_RE = re.compile(r"(?:^|\W)grads\[(\d+)\]")
+_RESULT_N_RE = re.compile(r"^result(\d+)$")
+
+
+@dataclass
+class Specs:
+    """The loaded inputs, with the parsed native functions."""
+    native: NativeSpec
+    derivatives_path: str
+    entries: list[Entry]
+
+
+def load_specs(native_functions: str, derivatives: str, tags: Optional[str] = None) -> Specs:
+    valid_tags = load_tags(tags)
+    native = parse_native_functions(native_functions, read_text(native_functions), valid_tags)
+    return Specs(native, derivatives, load_entries(derivatives, read_text(derivatives)))
+
+
+def load_infos(native_functions: str, derivatives: str,
+               tags: Optional[str] = None) -> list[DifferentiabilityInfo]:
+    return infos_from_specs(load_specs(native_functions, derivatives, tags))
+
+
+def infos_from_specs(specs: Specs) -> list[DifferentiabilityInfo]:
+    """All infos, in derivatives.yaml order, then the derived {view}_copy ones."""
+    matcher = _Matcher(specs.native)
+    counter: Counter[str] = Counter()
+    by_func: dict[str, list[DifferentiabilityInfo]] = {}
+    where: dict[str, Entry] = {}
+    for e in specs.entries:
+        infos = _EntryLoader(specs.derivatives_path, e, matcher, counter).load()
+        key = str(infos[0].func.func)
+        if key in by_func:
+            prev = where[key]
+            raise SpecError(f"duplicate entry: line {prev.line} already defines derivatives for "
+                            f"'{key}'", specs.derivatives_path, e.line, e.data.get("name"))
+        by_func[key] = infos
+        where[key] = e
+    out = [i for infos in by_func.values() for i in infos]
+    out += _view_copy_infos(by_func, specs.native)
+    return out
+
+
+# ------------------------------------------------------------- matching
+
+
+class _Matcher:
+    def __init__(self, native: NativeSpec):
+        self.by_schema: dict[str, NativeFunction] = {}
+        self.by_signature: dict[str, list[NativeFunction]] = {}
+        for f in native.ordered:
+            s = str(f.func)
+            if s in self.by_schema:
+                raise SpecError(f"two native functions have the schema '{s}' (the other is at "
+                                f"line {self.by_schema[s].line})", f.file, f.line, s)
+            self.by_schema[s] = f
+            self.by_signature.setdefault(str(f.func.signature()), []).append(f)
+
+    def canonical(self, spec: str, base_name: str) -> NativeFunction:
+        f = self.by_schema.get(spec)
+        if f is None:
+            similar = sorted(s for s, g in self.by_schema.items() if api_name(g.func) == base_name)
+            hint = ("; schemas named like it: " + " | ".join(similar)) if similar else \
+                "; no native function has that name"
+            raise ValueError(f"no native function has exactly this schema{hint}")
+        group = self.by_signature[str(f.func.signature())]
+        for g in group:
+            if not g.func.is_functional_fn() and not g.func.is_out_fn() and g.func.name.name == base_name:
+                return g
+        if api_name(group[0].func) != base_name + "_":
+            raise ValueError(f"'{base_name}' names none of the variants of '{f.func}'")
+        return group[0]  # only an in-place variant exists
+
+
+# ---------------------------------------------------------- per entry
+
+
+class _EntryLoader:
+    def __init__(self, path: str, entry: Entry, matcher: _Matcher, counter: Counter):
+        self.path, self.entry, self.matcher, self.counter = path, entry, matcher, counter
+        self.spec: Optional[str] = entry.data.get("name") if isinstance(entry.data.get("name"), str) else None
+
+    def error(self, msg: str, *keys: str) -> SpecError:
+        return SpecError(msg, self.path, self.entry.line_of(*keys), self.spec)
+
+    def load(self) -> list[DifferentiabilityInfo]:
+        d = dict(self.entry.data)
+        if "name" not in d:
+            raise self.error("entry has no 'name:' (the schema it differentiates)")
+        spec = d.pop("name")
+        if not isinstance(spec, str):
+            raise self.error("'name:' must be a schema string", "name")
+        m = _NAME_RE.match(spec)
+        if m is None:
+            raise self.error("'name:' is not a schema of the form 'name.overload(args) -> returns'", "name")
+        base_name = m.group(1)
+        od_raw = d.pop("output_differentiability", None)
+        if "dispatch" in d:
+            per_key = d.pop("dispatch")
+            if d:
+                raise self.error(f"an entry with 'dispatch:' takes its formulas under the dispatch "
+                                 f"keys, not '{next(iter(d))}'", next(iter(d)))
+            if not isinstance(per_key, dict) or not per_key:
+                raise self.error("'dispatch:' must map dispatch keys to formulas", "dispatch")
+            path_of = lambda k: ("dispatch", k)  # noqa: E731
+        else:
+            per_key = {"Default": d}
+            path_of = lambda k: ()  # noqa: E731
+
+        try:
+            func = self.matcher.canonical(spec, base_name)
+        except ValueError as ex:
+            raise self.error(str(ex), "name") from None
+        for b in self.bindings(func):
+            if b.name in ("grad_input_mask", "result"):
+                raise self.error(f"argument name '{b.name}' is reserved by the autograd codegen "
+                                 f"(schema at {func.file}:{func.line})", "name")
+        od, conditions = self.output_differentiability(od_raw, func)
+
+        infos = []
+        for key, defn in per_key.items():
+            if key != "Default" and key not in AUTOGRAD_KEYS:
+                raise self.error(f"unknown dispatch key '{key}' (use Default or one of "
+                                 f"{', '.join(sorted(AUTOGRAD_KEYS))})", "dispatch", str(key))
+            if not isinstance(defn, dict):
+                raise self.error(f"dispatch key '{key}' must map to formulas", "dispatch", str(key))
+            infos.append(self.info(func, base_name, key, defn, od, conditions, path_of(key)))
+        return infos
+
+    def bindings(self, f: NativeFunction) -> list[Binding]:
+        try:
+            return cpp_arguments(f.func, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
+                                 ilistref=f.part_of_structured_group)
+        except ValueError as ex:
+            raise self.error(str(ex), "name") from None
+
+    def output_differentiability(self, raw: Any, func: NativeFunction):
+        if raw is None:
+            return None, None
+        n = len(func.func.returns)
+        if not isinstance(raw, list) or not raw:
+            raise self.error("'output_differentiability' must be a list", "output_differentiability")
+        if any(isinstance(x, str) for x in raw):
+            if len(raw) != 1 or n != 1:
+                raise self.error("a condition in 'output_differentiability' is supported only for "
+                                 "a single-output function, as a one-item list", "output_differentiability")
+            return (True,), (raw[0],)
+        if not all(isinstance(x, bool) for x in raw):
+            raise self.error("'output_differentiability' items must be True or False",
+                             "output_differentiability")
+        if len(raw) != n:
+            raise self.error(f"'output_differentiability' has {len(raw)} items but the function has "
+                             f"{n} outputs", "output_differentiability")
+        return tuple(raw), None
+
+    # -- one dispatch key ------------------------------------------------
+
+    def info(self, f: NativeFunction, base_name: str, key: str, defn: dict,
+             od: Optional[tuple[bool, ...]], conditions, where: tuple) -> DifferentiabilityInfo:
+        fs = f.func
+        bindings = self.bindings(f)
+        arg_names = [b.name for b in bindings]
+        ret_names = [r.name for r in fs.returns]
+        outputs = self.output_names(f)
+        flags = od or (True,) * len(fs.returns)
+        available = tuple(f"grad_{r.name}" for r, ok in zip(fs.returns, flags)
+                          if ok and r.name is not None and r.type.base() == "Tensor")
+
+        derivatives: list[Derivative] = []
+        forwards: list[tuple[str, tuple[str, ...], str]] = []
+        non_diff: list[str] = []
+        defined: dict[str, str] = {}
+        fw_defined: dict[str, str] = {}
+        for raw_key in sorted(defn, key=str):
+            k = str(raw_key)
+            if not isinstance(raw_key, str):
+                raise self.error(f"formula key {raw_key!r} must name arguments or outputs", *where)
+            formula = defn[raw_key]
+            if not isinstance(formula, str):
+                raise self.error(f"the formula for '{k}' must be a string", *where, k)
+            names = tuple(x.strip() for x in k.split(","))
+            for name in names:
+                if name in arg_names and name in ret_names:
+                    raise self.error(f"'{name}' is both an argument and a named output", *where, k)
+            if names[0] not in arg_names:   # a forward-mode formula
+                for name in names:
+                    if name not in outputs:
+                        raise self.error(f"formula key '{k}': '{name}' is neither an argument nor an "
+                                         f"output of '{fs}'", *where, k)
+                    if name in fw_defined:
+                        raise self.error(f"two forward formulas for output '{name}' ('{fw_defined[name]}' "
+                                         f"and '{k}')", *where, k)
+                    fw_defined[name] = k
+                forwards.append((formula, names, k))
+                continue
+            for name in names:
+                if name not in arg_names:
+                    raise self.error(f"formula key '{k}': '{name}' is not an argument of '{fs}'", *where, k)
+                if name in defined:
+                    raise self.error(f"two formulas for argument '{name}' ('{defined[name]}' and '{k}')",
+                                     *where, k)
+                defined[name] = k
+            if formula.lower().strip() == "non_differentiable":
+                non_diff.extend(names)
+                continue
+            try:
+                derivatives.append(self.derivative(f, bindings, formula, names, available))
+            except ValueError as ex:
+                raise self.error(f"formula for '{k}': {ex}", *where, k) from None
+
+        diff_names = {n for d in derivatives for n in d.var_names}
+        args_with_derivatives = tuple(b for b in bindings if b.name in diff_names)
+        try:
+            fw = tuple(self.forward(f, base_name, arg_names, derivatives, args_with_derivatives,
+                                    formula, names)
+                       for formula, names, _ in forwards)
+            _check_grad_usage(derivatives)
+        except ValueError as ex:
+            raise self.error(str(ex), *where) from None
+
+        op = None
+        if args_with_derivatives:
+            prefix = op_prefix(base_name) + ("" if key == "Default" else key)
+            op = f"{prefix}{self.counter[prefix]}"
+            self.counter[prefix] += 1
+        return DifferentiabilityInfo(
+            name=base_name, func=f, dispatch_key=key, op=op,
+            derivatives=tuple(derivatives), forward_derivatives=fw,
+            all_saved_inputs=_dedup(s for d in derivatives for s in d.saved_inputs),
+            all_saved_outputs=_dedup(s for d in derivatives for s in d.saved_outputs),
+            available_named_gradients=available,
+            used_named_gradients=frozenset(n for d in derivatives for n in d.named_gradients),
+            args_with_derivatives=args_with_derivatives,
+            non_differentiable_arg_names=tuple(non_diff),
+            output_differentiability=od, output_differentiability_conditions=conditions,
+            file=self.path, line=self.entry.line)
+
+    @staticmethod
+    def output_names(f: NativeFunction) -> set[str]:
+        """Names a forward formula may define: named returns, `result`, `resultN`."""
+        rets = f.func.returns
+        names = {r.name for r in rets if r.name}
+        if len(rets) == 1:
+            names.add("result")
+        names.update(f"result{i}" for i in range(len(rets)))
+        return names
+
+    def derivative(self, f: NativeFunction, bindings: Sequence[Binding], formula: str,
+                   var_names: tuple[str, ...], available: Sequence[str]) -> Derivative:
+        fs = f.func
+        cref = f.use_const_ref_for_mutable_tensors
+        inputs = [(b.saved_name, b.ctype.value) for b in bindings]
+        outputs = [("result" if n == "self" else n, return_type(r, const_ref_for_mutable=cref).value)
+                   for n, r in zip(return_names(fs), fs.returns)]
+        new, saved_in = saved_attributes(formula, inputs, var_names)
+        new, saved_out = saved_attributes(new, outputs, var_names)
+        for i in _grad_indices(new):
+            if i >= len(fs.returns):
+                raise ValueError(f"uses grads[{i}] but the function has only {len(fs.returns)} outputs")
+        return Derivative(new, formula, var_names, saved_in, saved_out,
+                          frozenset(n for n in available if uses_ident(new, n)))
+
+    def forward(self, f: NativeFunction, base_name: str, arg_names: list[str],
+                derivatives: list[Derivative], diff_args: tuple[Binding, ...],
+                formula: str, names: tuple[str, ...]) -> ForwardDerivative:
+        fs = f.func
+        types = _output_types(fs, names)
+        is_foreach = fs.name.base.startswith("_foreach_")
+
+        def required(text: str, postfix: str) -> tuple[str, ...]:
+            found = []
+            for b in diff_args:
+                if b.type in ("at::TensorList", "const at::ITensorListRef &") and not is_foreach:
+                    continue  # list inputs are handled inside the formula's callee
+                if uses_ident(text, b.name):
+                    raise ValueError(f"forward formula for {', '.join(names)} uses '{b.name}', which is "
+                                     f"ambiguous: use {b.name}_p for the primal, {b.name}_t for the tangent")
+                if uses_ident(text, b.name + postfix):
+                    found.append(b.name)
+            return tuple(found)
+
+        tangents = required(formula, "_t")
+        if formula == "auto_element_wise":
+            if fs.kind() == INPLACE:
+                raise ValueError("auto_element_wise cannot be used on an in-place function")
+            if len(diff_args) != 1 or len(names) > 1:
+                raise ValueError("auto_element_wise needs exactly one differentiable input and one output")
+            if len(derivatives) != 1:
+                raise ValueError("auto_element_wise needs the backward formula of its input")
+            arg = diff_args[0].name
+            text = re.sub(IDENT.format("grad"), lambda m: f"{m.group(1)}{arg}_t.conj(){m.group(2)}",
+                          derivatives[0].original_formula)
+            for b in diff_args:
+                text = re.sub(IDENT.format(b.name), lambda m, n=b.name: f"{m.group(1)}{n}_p{m.group(2)}",
+                              text)
+            formula, tangents = f"({text}).conj()", tuple(arg_names)
+        elif formula == "auto_linear":
+            if len(names) > 1:
+                raise ValueError("auto_linear needs a single output")
+            if not diff_args:
+                raise ValueError("auto_linear needs a differentiable input")
+            diff = {b.name for b in diff_args}
+            args = [n + "_t" if n in diff else n for n in arg_names]
+            callee = base_name + ("_symint" if fs.has_symint() else "")
+            if "function" in f.variants:
+                formula = f"at::{callee}({', '.join(args)})"
+            elif "method" in f.variants:
+                formula = f"{args[0]}.{callee}({', '.join(args[1:])})"
+            else:
+                raise ValueError("auto_linear needs a function or method variant")
+            tangents = tuple(b.name for b in diff_args)
+        return ForwardDerivative(formula, names, types, tangents, required(formula, "_p"))
+
+
+def op_prefix(name: str) -> str:
+    """`mul` -> `MulBackward`; `nll_loss_forward` -> `NllLossBackward`."""
+    return ("".join(p.title() for p in name.split("_")) + "Backward").replace("ForwardBackward", "Backward")
+
+
+def _output_types(fs: FunctionSchema, names: tuple[str, ...]) -> tuple[Type, ...]:
+    named = [r.type for r in fs.returns if r.name in names]
+    if named:
+        return tuple(named)
+    if names == ("result",):
+        return (fs.returns[0].type,)
+    return tuple(fs.returns[int(m.group(1))].type for n in names if (m := _RESULT_N_RE.match(n)))
+
+
+def _grad_indices(formula: str) -> list[int]:
+    return [int(i) for i in _GRAD_INDEX_RE.findall(formula)]
+
+
+def _check_grad_usage(derivatives: Sequence[Derivative]) -> None:
+    """`grad`, `grads[i]` and `grad_<output>` are three ways to name incoming
+    gradients; one info must stick to one of them."""
+    uses_grad = any(uses_ident(d.formula, "grad") for d in derivatives)
+    n_grads = sum(len(re.findall(IDENT.format("grads"), d.formula)) for d in derivatives)
+    named = any(d.named_gradients for d in derivatives)
+    indices = [i for d in derivatives for i in _grad_indices(d.formula)]
+    if uses_grad and n_grads:
+        raise ValueError("formulas mix 'grad' and 'grads'; write grads[0] instead of grad")
+    if n_grads == len(indices) and set(indices) == {0}:
+        raise ValueError("formulas use only grads[0]; write 'grad' if the first output is the only "
+                         "differentiable one")
+    if named and (uses_grad or n_grads):
+        raise ValueError("formulas mix 'grad_<output>' with 'grad' or 'grads[i]'")
+
+
+def _dedup(attrs) -> tuple[SavedAttribute, ...]:
+    seen: set[str] = set()
+    out = []
+    for a in attrs:
+        if a.name not in seen:
+            seen.add(a.name)
+            out.append(a)
+    return tuple(out)
+
+
+# ----------------------------------------------------- saved attributes
+
+# (pattern with {} for the variable name, name suffix, C++ type, save-time
+#  expression or None for the matched text, replacement text or None for
+#  the saved name).  Order matters: earlier patterns rewrite first.  The
+#  patterns are deliberately as loose as PyTorch's (`.` is any character),
+#  since the names they produce must agree with PyTorch's.
+_Suffix = Callable[[re.Match], str]
+_PATTERNS: list[tuple[str, Any, str, Optional[Callable[[str], str]], Optional[Callable[[str], str]]]] = [
+    (r"{}.sym_sizes\(\)", "_sym_sizes", "c10::SymIntArrayRef", None, None),
+    (r"{}->sym_sizes\(\)", "_sym_sizes_opt", "::std::optional<c10::SymIntArrayRef>",
+     lambda n: f"{n}.has_value() ? std::optional<c10::SymIntArrayRef>({n}->sym_sizes()) : std::nullopt", None),
+    (r"{}.sym_blocksize\(\)", "_self_sym_blocksize_opt", "::std::optional<c10::SymIntArrayRef>",
+     lambda n: f"at::sparse_csr::getSymIntBlockSize({n})", None),
+    (r"{}.options\(\)", "_options", "at::TensorOptions", None, None),
+    (r"zeros_like\({}\)", "_info", "torch::autograd::generated::TypeAndSize",
+     lambda n: n, lambda n: n + "_info.zeros()"),
+    (r"{}.sym_size\((-?\w+)\)", lambda m: "_sym_argsize_" + m.group(1).replace("-", "minus_"),
+     "c10::SymInt", None, None),
+    (r"{}.numel\(\)", "_numel", "int64_t", None, None),
+    (r"{}.sym_numel\(\)", "_sym_numel", "c10::SymInt", None, None),
+    (r"to_args_sizes\({}\)", "_args_sizes", "::std::vector<::std::vector<int64_t>>", None, None),
+    (r"to_args_sizes_symint\({}\)", "_args_sizes_symint", "::std::vector<::std::vector<c10::SymInt>>",
+     None, None),
+    (r"to_args_scalartypes\({}\)", "_args_scalartypes", "::std::vector<at::ScalarType>", None, None),
+    (r"TensorGeometry\({}\)", "_geometry", "at::TensorGeometry", None, None),
+    (r"{}.scalar_type\(\)", "_scalar_type", "at::ScalarType", None, None),
+    (r"{}.dim\(\)", "_dim", "int64_t", None, None),
+    (r"{}.sym_strides\(\)", "_sym_strides", "c10::SymIntArrayRef", "strides", None),
+    (r"{}.layout\(\)", "_layout", "at::Layout", None, None),
+    (r"{}.is_conj\(\)", "_conjugate", "bool", None, None),
+]
+
+_compiled: dict[tuple[str, str], re.Pattern] = {}
+
+
+def _regex(pattern: str, name: str) -> re.Pattern:
+    r = _compiled.get((pattern, name))
+    if r is None:
+        r = _compiled[(pattern, name)] = re.compile(pattern.format(name))
+    return r
+
+
+_SIZE_INT_RE = re.compile(r"(\.|->)size\(-?\d+\)")
+_OPT_STRING = "::std::optional<c10::string_view>"
+
+
+def saved_attributes(formula: str, variables: Sequence[tuple[str, str]],
+                     var_names: tuple[str, ...]) -> tuple[str, tuple[SavedAttribute, ...]]:
+    """Rewrite `formula` to read saved values; return it and what to save.
+
+    `variables` are (name, C++ value type) of the inputs or outputs."""
+    if ".sizes()" in formula or "->sizes()" in formula:
+        raise ValueError("use .sym_sizes() instead of .sizes() in derivative formulas")
+    if _SIZE_INT_RE.search(formula):
+        raise ValueError("use .sym_size(dim) instead of .size(dim) in derivative formulas")
+    if ".strides()" in formula or "->strides()" in formula:
+        raise ValueError("use .sym_strides() instead of .strides() in derivative formulas")
+    saved: list[SavedAttribute] = []
+    for name, ctype in variables:
+        if name not in formula:
+            continue  # no pattern can match
+        for pattern, suffix, stype, expr, res in _PATTERNS:
+            def repl(m: re.Match) -> str:
+                sfx = suffix(m) if callable(suffix) else suffix
+                if expr == "strides":
+                    if var_names != (name,):
+                        raise ValueError(f"{name}.sym_strides() is supported only in the formula for "
+                                         f"'{name}' alone")
+                    e = f'strides_or_error({name}, "{name}")'
+                else:
+                    e = expr(name) if expr else m.group(0)
+                saved.append(SavedAttribute(name + sfx, stype, e))
+                return res(name) if res else name + sfx
+            formula = _regex(pattern, name).sub(repl, formula)
+        if ctype == _OPT_STRING:
+            # Saved as std::optional<std::string>; the formula wants a view.
+            formula = re.sub(rf"\b{name}\b", f"{name}.has_value() ? std::optional<std::string_view>"
+                             f"({name}.value()) : std::nullopt", formula)
+        if uses_ident(formula, name):
+            saved.append(SavedAttribute(name, ctype, name))
+    return formula, tuple(saved)
+
+
+# ------------------------------------------------------- view copies
+
+
+def _view_copy_infos(by_func: dict[str, list[DifferentiabilityInfo]],
+                     native: NativeSpec) -> list[DifferentiabilityInfo]:
+    """A view's `{view}_copy` twin has the same derivatives, unless
+    derivatives.yaml already defines them."""
+    groups = {str(g.view.func.name): g for g in native.view_groups}
+    out = []
+    for infos in by_func.values():
+        g = groups.get(str(infos[0].func.func.name))
+        if g is None or g.view_copy is None or str(g.view_copy.func) in by_func:
+            continue
+        for i in infos:
+            base, _, rest = i.name.partition(".")
+            out.append(DifferentiabilityInfo(
+                name=f"{base}_copy.{rest}", func=g.view_copy, dispatch_key=i.dispatch_key,
+                op=None if i.op is None else f"{i.op}_copy",
+                derivatives=i.derivatives, forward_derivatives=i.forward_derivatives,
+                all_saved_inputs=i.all_saved_inputs, all_saved_outputs=i.all_saved_outputs,
+                available_named_gradients=i.available_named_gradients,
+                used_named_gradients=i.used_named_gradients,
+                args_with_derivatives=i.args_with_derivatives,
+                non_differentiable_arg_names=i.non_differentiable_arg_names,
+                output_differentiability=i.output_differentiability,
+                output_differentiability_conditions=i.output_differentiability_conditions,
+                file=i.file, line=i.line))
+    return out

@@ -1,0 +1,103 @@
+"""Reading the spec files: libyaml's C parser, safe construction, line numbers.
+
+Each file is read and parsed exactly once.  Entries come back with the line
+they start on and the line of each of their keys, so that every later error
+can say where it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .errors import SpecError
+
+try:
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+
+@dataclass
+class Entry:
+    """One top-level list item of a spec file."""
+    data: dict
+    line: int                      # 1-based line of the entry
+    key_lines: "KeyLines"          # 1-based line of each key, nested
+
+    def line_of(self, *keys: str) -> int:
+        """Line of a (nested) key, or of the nearest enclosing one found."""
+        line, lines = self.line, self.key_lines
+        for k in keys:
+            if k not in lines:
+                break
+            line, lines = lines[k]
+        return line
+
+
+# key -> (line, lines of the keys of its value if that is a mapping)
+KeyLines = dict
+
+
+def read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise SpecError(f"cannot read file: {e.strerror}", path) from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"not UTF-8 text ({e.reason} at byte {e.start})", path) from None
+
+
+def load_entries(path: str, text: str) -> list[Entry]:
+    """Parse `text` (the contents of `path`) as a list of mappings."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return []
+        _check_duplicate_keys(path, node)
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark is not None else None
+        msg = "malformed YAML: " + " ".join(filter(None, [e.context, e.problem]))
+        raise SpecError(msg, path, line) from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"malformed YAML: {e}", path) from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, list):
+        raise SpecError("expected a list of entries at the top level", path, node.start_mark.line + 1)
+    entries = []
+    for item_node, item in zip(node.value, data):
+        line = item_node.start_mark.line + 1
+        if not isinstance(item, dict):
+            raise SpecError("expected a mapping (key: value) entry", path, line)
+        entries.append(Entry(item, line, _key_lines(item_node)))
+    return entries
+
+
+def _key_lines(node: Any) -> KeyLines:
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): (k.start_mark.line + 1, _key_lines(v)) for k, v in node.value}
+
+
+def _check_duplicate_keys(path: str, node: Any) -> None:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            seen: set = set()
+            for k, v in n.value:
+                if isinstance(k, yaml.ScalarNode):
+                    if k.value in seen:
+                        raise SpecError(f"duplicate key '{k.value}' in a mapping", path,
+                                        k.start_mark.line + 1)
+                    seen.add(k.value)
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
