@@ -265,7 +265,7 @@ class _EntryLoader:
             args_with_derivatives=args_with_derivatives,
             non_differentiable_arg_names=tuple(non_diff),
             output_differentiability=od, output_differentiability_conditions=conditions,
-            file=self.path, line=self.entry.line)
+            file=self.path, line=self.entry.line, entry=self.entry.data)
 
     @staticmethod
     def output_names(f: NativeFunction) -> set[str]:
@@ -498,5 +498,5 @@ def _view_copy_infos(by_func: dict[str, list[DifferentiabilityInfo]],
                 non_differentiable_arg_names=i.non_differentiable_arg_names,
                 output_differentiability=i.output_differentiability,
                 output_differentiability_conditions=i.output_differentiability_conditions,
-                file=i.file, line=i.line))
+                file=i.file, line=i.line, entry=i.entry))
     return out

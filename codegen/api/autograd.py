@@ -4,7 +4,7 @@ dispatch key, once matched to its native function."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model import Type, is_tensor_like
@@ -67,9 +67,10 @@ class DifferentiabilityInfo:
     non_differentiable_arg_names: tuple[str, ...]
     output_differentiability: Optional[tuple[bool, ...]]
     output_differentiability_conditions: Optional[tuple[str, ...]]
-    # Where the entry is, for messages.
+    # Where the entry is, for messages; the raw yaml entry, for cache keys.
     file: str = ""
     line: int = 0
+    entry: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def has_derivatives(self) -> bool:
