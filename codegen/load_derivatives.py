@@ -86,7 +86,7 @@ class _Matcher:
                 raise SpecError(f"two native functions have the schema '{s}' (the other is at "
                                 f"line {self.by_schema[s].line})", f.file, f.line, s)
             self.by_schema[s] = f
-            self.by_signature.setdefault(str(f.func.signature()), []).append(f)
+            self.by_signature.setdefault(f.func.signature_key, []).append(f)
 
     def canonical(self, spec: str, base_name: str) -> NativeFunction:
         f = self.by_schema.get(spec)
@@ -95,7 +95,7 @@ class _Matcher:
             hint = ("; schemas named like it: " + " | ".join(similar)) if similar else \
                 "; no native function has that name"
             raise ValueError(f"no native function has exactly this schema{hint}")
-        group = self.by_signature[str(f.func.signature())]
+        group = self.by_signature[f.func.signature_key]
         for g in group:
             if not g.func.is_functional_fn() and not g.func.is_out_fn() and g.func.name.name == base_name:
                 return g
@@ -421,6 +421,10 @@ _PATTERNS: list[tuple[str, Any, str, Optional[Callable[[str], str]], Optional[Ca
     (r"{}.is_conj\(\)", "_conjugate", "bool", None, None),
 ]
 
+# A literal each pattern's matches contain, to skip most regex work.
+_NEEDLES = {p: p.replace("{}", "").replace("\\", "").split("(")[0].lstrip(".-").lstrip(">")
+            for p, *_ in _PATTERNS}
+
 _compiled: dict[tuple[str, str], re.Pattern] = {}
 
 
@@ -451,6 +455,8 @@ def saved_attributes(formula: str, variables: Sequence[tuple[str, str]],
         if name not in formula:
             continue  # no pattern can match
         for pattern, suffix, stype, expr, res in _PATTERNS:
+            if _NEEDLES[pattern] not in formula:
+                continue  # cheap test before compiling a per-name regex
             def repl(m: re.Match) -> str:
                 sfx = suffix(m) if callable(suffix) else suffix
                 if expr == "strides":

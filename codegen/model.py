@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property, lru_cache
 from typing import Iterator, Optional, Union
 
 
@@ -93,6 +94,7 @@ Type = Union[BaseType, CustomClassType, OptionalType, ListType]
 _LIST_RE = re.compile(r"^(.+)\[([0-9]+)?\]$")
 
 
+@lru_cache(maxsize=None)
 def parse_type(t: str) -> Type:
     r = _parse_type(t)
     if str(r) != t:
@@ -199,6 +201,7 @@ class Argument:
         return self.annotation is not None and self.annotation.is_write
 
     @staticmethod
+    @lru_cache(maxsize=None)
     def parse(arg: str) -> "Argument":
         if " " not in arg:
             raise SchemaError(f"argument '{arg}' has no name")
@@ -220,6 +223,12 @@ class Argument:
         d = f"={self.default}" if self.default else ""
         return f"{_annotated_type_str(self.type, self.annotation)} {self.name}{d}"
 
+    @cached_property
+    def unannotated(self) -> str:
+        """The argument as written without its alias annotation."""
+        d = f"={self.default}" if self.default else ""
+        return f"{self.type} {self.name}{d}"
+
 
 @dataclass(frozen=True)
 class Return:
@@ -232,6 +241,7 @@ class Return:
         return self.annotation is not None and self.annotation.is_write
 
     @staticmethod
+    @lru_cache(maxsize=None)
     def parse(ret: str) -> "Return":
         if " " in ret:
             type_s, name = ret.rsplit(" ", 1)
@@ -411,9 +421,49 @@ class FunctionSchema:
         return r
 
     def __str__(self) -> str:
+        return self._text
+
+    @cached_property
+    def _text(self) -> str:
         rets = str(self.returns[0]) if len(self.returns) == 1 else \
             "(" + ", ".join(map(str, self.returns)) + ")"
         return f"{self.name}({self.arguments}) -> {rets}"
+
+    @cached_property
+    def signature_key(self) -> str:
+        """`str(self.signature())`, equal for all variants of one operator
+        (built directly: grouping computes it for every function)."""
+        return self._signature_text(self.name.base)
+
+    @cached_property
+    def view_signature_key(self) -> str:
+        """Like signature_key, but `x_copy` pairs with its view `x`."""
+        base = self.name.base
+        if base.endswith("_copy"):
+            base = base.replace("_copy", "")
+        elif base.endswith("_scatter"):
+            base = base.replace("scatter", "inverse")
+        return self._signature_text(base)
+
+    def _signature_text(self, base: str) -> str:
+        if str(self.name) == "bernoulli.p":
+            return str(self.signature(strip_view_copy_name=base != self.name.base))
+        a = self.arguments
+        kw = a.kwarg_only
+        ti = a.tensor_options_index
+        if ti is not None:
+            kw = kw[:ti] + kw[ti + 4:]
+        parts = [x.unannotated for x in a.positional]
+        if kw:
+            parts.append("*")
+            parts += [x.unannotated for x in kw]
+        self_a = a.self_arg
+        rets = [str(r.type) for r in self.returns]
+        rets += [str(x.type) for x in ((self_a,) if self_a else ()) + a.out + a.post_self_positional
+                 if x.is_write and not any(x.annotation == r.annotation for r in self.returns)]
+        name = f"__{base}__" if self.name.dunder else base
+        ret = rets[0] if len(rets) == 1 else "(" + ", ".join(rets) + ")"
+        return f"{name}({', '.join(parts)}) -> {ret}"
 
     def _check(self) -> None:
         # The structural rules that grouping and C++ naming rely on.

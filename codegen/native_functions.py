@@ -183,7 +183,7 @@ def _derived_variants(funcs: Sequence[NativeFunction]) -> list[NativeFunction]:
     lacks them (e.g. `rrelu_with_noise_functional`), in a stable order."""
     by_sig: dict[str, dict[str, NativeFunction]] = {}
     for f in funcs:
-        d = by_sig.setdefault(str(f.func.signature()), {})
+        d = by_sig.setdefault(f.func.signature_key, {})
         k = f.func.kind()
         if k in d:
             raise SpecError(f"two {k} variants share one signature: '{d[k].func}' (line "
@@ -273,7 +273,7 @@ def _group_by_view(funcs: Sequence[NativeFunction]) -> list:
     then its other functions in order."""
     groups: dict[str, dict[str, NativeFunction]] = {}
     for f in funcs:
-        d = groups.setdefault(str(f.func.signature(strip_view_copy_name=True)), {})
+        d = groups.setdefault(f.func.view_signature_key, {})
         k = f.view_kind
         if k == "non_aliasing":
             k = f.func.kind()

@@ -14,8 +14,19 @@ from .cpp import Binding, return_names, return_type
 IDENT = r"(^|\W){}($|\W)"
 
 
+_ident_res: dict[str, re.Pattern] = {}
+
+
+def ident_re(ident: str) -> re.Pattern:
+    """`ident` as a whole word (the same loose word test PyTorch's codegen uses)."""
+    r = _ident_res.get(ident)
+    if r is None:
+        r = _ident_res[ident] = re.compile(IDENT.format(re.escape(ident)))
+    return r
+
+
 def uses_ident(formula: str, ident: str) -> bool:
-    return ident in formula and re.search(IDENT.format(re.escape(ident)), formula) is not None
+    return ident in formula and ident_re(ident).search(formula) is not None
 
 
 @dataclass(frozen=True)
