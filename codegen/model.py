@@ -220,6 +220,10 @@ class Argument:
         return r
 
     def __str__(self) -> str:
+        return self._text
+
+    @cached_property
+    def _text(self) -> str:
         d = f"={self.default}" if self.default else ""
         return f"{_annotated_type_str(self.type, self.annotation)} {self.name}{d}"
 
@@ -254,6 +258,10 @@ class Return:
         return r
 
     def __str__(self) -> str:
+        return self._text
+
+    @cached_property
+    def _text(self) -> str:
         s = _annotated_type_str(self.type, self.annotation)
         return s if self.name is None else f"{s} {self.name}"
 
@@ -351,6 +359,7 @@ class OperatorName:
     overload: str = ""
 
     @staticmethod
+    @lru_cache(maxsize=None)
     def parse(s: str) -> "OperatorName":
         name, _, overload = s.partition(".")
         if not name:
@@ -498,6 +507,10 @@ class FunctionSchema:
     # Schema classification -------------------------------------------------
 
     def kind(self) -> str:
+        return self._kind
+
+    @cached_property
+    def _kind(self) -> str:
         if self.name.inplace:
             return INPLACE
         if any(a.name.startswith("_scratch_") for a in self.arguments.out):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional, Sequence
 
 from .errors import SpecError
@@ -53,7 +54,7 @@ class NativeFunction:
     def has_composite_implicit_autograd_kernel(self) -> bool:
         return _CIA in self.dispatch_keys
 
-    @property
+    @cached_property
     def is_view_op(self) -> bool:
         rets = self.func.returns
         if any(r.annotation is not None and not r.annotation.is_write for r in rets):

@@ -26,7 +26,20 @@ def ident_re(ident: str) -> re.Pattern:
 
 
 def uses_ident(formula: str, ident: str) -> bool:
-    return ident in formula and ident_re(ident).search(formula) is not None
+    """Whether `ident` occurs in `formula` as a whole word (same answer as
+    searching ident_re(ident), without compiling a regex per name)."""
+    n = len(ident)
+    i = formula.find(ident)
+    while i >= 0:
+        j = i + n
+        if (i == 0 or not _is_word(formula[i - 1])) and (j == len(formula) or not _is_word(formula[j])):
+            return True
+        i = formula.find(ident, i + 1)
+    return False
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 @dataclass(frozen=True)
