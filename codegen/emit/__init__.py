@@ -1,0 +1,1 @@
+"""C++ emission: DifferentiabilityInfo -> autograd Function source text."""

@@ -1,0 +1,87 @@
+"""The body of a Function's pure backward (`<Op>_apply_functional`): name the
+incoming gradients, then compute each input's gradient with its formula and
+copy it into that input's slot of the result."""
+
+from __future__ import annotations
+
+from ..api.autograd import Derivative, DifferentiabilityInfo
+
+# Formulas that may see undefined gradients get this guard; the engine then
+# skips the work when no gradient reached this Function.
+_ANY_GRAD_DEFINED = "bool any_grad_defined = any_variable_defined(grads);"
+
+
+def _is_plain_tensor(info: DifferentiabilityInfo, name: str) -> bool:
+    for b in info.args_with_derivatives:
+        if b.name == name:
+            return b.argument is not None and str(b.argument.type) in ("Tensor", "Tensor?")
+    return False
+
+
+def _single(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int]) -> tuple[bool, list[str]]:
+    """(guarded, lines) for a formula with one input."""
+    name = d.var_names[0]
+    formula = d.formula
+    guarded = "not_implemented" not in formula and _is_plain_tensor(info, name)
+    if guarded:
+        formula = f"any_grad_defined ? ({formula}) : Tensor()"
+    i = index[name]
+    if info.name.startswith("_foreach_"):
+        # One gradient per list element: the formula is written for element i.
+        return guarded, [
+            f"if (needs_input_grad[/*{name}*/{i}]) {{",
+            "  std::vector<Tensor> grad_result;",
+            "  grad_result.reserve(grads.size());",
+            "  for (const auto i : c10::irange(grads.size())) {",
+            "    if (grads[i].defined()) {",
+            f"      grad_result.emplace_back({formula});",
+            "    } else {",
+            "      grad_result.emplace_back(Tensor());",
+            "    }",
+            "  }",
+            f"  copy_range(grad_inputs, {name}_ix, grad_result);",
+            "}",
+        ]
+    return guarded, [
+        f"if (needs_input_grad[/*{name}*/{i}]) {{",
+        f"  auto grad_result = {formula};",
+        f"  copy_range(grad_inputs, {name}_ix, grad_result);",
+        "}",
+    ]
+
+
+def _multi(d: Derivative, index: dict[str, int]) -> list[str]:
+    """A formula returning a tuple, one element per input it names."""
+    flags = [f"needs_input_grad[/*{n}*/{index[n]}]" for n in d.var_names]
+    lines = [f"if ({' || '.join(flags)}) {{"]
+    if "grad_input_mask" in d.formula:
+        # In the formula's own input order, not the schema's.
+        lines.append(f"  auto grad_input_mask = std::array<bool, {len(flags)}>{{{', '.join(flags)}}};")
+    lines.append(f"  auto grad_result = {d.formula};")
+    for k, (n, flag) in enumerate(zip(d.var_names, flags)):
+        lines.append(f"  if ({flag}) copy_range(grad_inputs, {n}_ix, std::get<{k}>(grad_result));")
+    lines.append("}")
+    return lines
+
+
+def gradient_aliases(info: DifferentiabilityInfo) -> list[str]:
+    if info.uses_single_grad:
+        return ["const auto& grad = grads[0];"]
+    # `grad_<output>` for named outputs; `grads[i]` needs no alias.
+    return [f"const auto& {n} = grads[{info.available_named_gradients.index(n)}];"
+            for n in sorted(info.used_named_gradients)]
+
+
+def backward_body(info: DifferentiabilityInfo) -> list[str]:
+    """Statements between computing the slot ranges and returning grad_inputs."""
+    index = {b.name: i for i, b in enumerate(info.args_with_derivatives)}
+    blocks: list[str] = []
+    guard = False
+    for d in info.derivatives:
+        if len(d.var_names) == 1:
+            g, lines = _single(info, d, index)
+            guard |= g
+        else:
+            lines = _multi(d, index)
+        blocks += lines
+    return gradient_aliases(info) + ([_ANY_GRAD_DEFINED] if guard else []) + blocks

@@ -1,0 +1,240 @@
+"""Per-op C++ for autograd Functions: one header and one TU per class, plus
+the shared files (preludes, umbrella header, unity buckets).
+
+Layout under the output folder:
+  prelude.h, prelude_impl.h   shared headers (see prelude.py)
+  Functions.h                 umbrella: every op header, sorted
+  functions/<Op>.h, .cpp      one Function; the .cpp includes only its own
+                              header and prelude_impl.h, never the umbrella
+  unity/bucket_<i>.cpp        with unity=N: N TUs including the per-op .cpp
+                              files, an op's bucket fixed by a hash of its name
+
+Everything here is a pure function of its arguments: same infos and options,
+same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import xxhash
+
+from ..api.autograd import DifferentiabilityInfo
+from ..api.cpp import TENSOR_LIST_LIKE
+from ..errors import SpecError
+from .backward import backward_body
+from .options import EmitOptions
+from .prelude import GENERATED, render_preludes
+from .saved import SavedSlot, saved_slots
+from .superclass import superclass
+
+MOBILE_GUARD = '  TORCH_INTERNAL_ASSERT(false, "compiled autograd doesn\'t work on mobile");'
+
+
+def op_infos(infos: Iterable[DifferentiabilityInfo],
+             foreach_infos: Iterable[DifferentiabilityInfo] = ()) -> list[DifferentiabilityInfo]:
+    """The infos that become classes, in emission order: those of `infos`
+    with an op (load order), then `foreach_infos` (from
+    `derive_foreach_infos`; passing them inside `infos` works as well).
+
+    Raises SpecError if two would write the same files."""
+    out = [i for i in infos if i.op] + [i for i in foreach_infos if i.op]
+    seen: dict[str, DifferentiabilityInfo] = {}
+    for i in out:
+        key = i.op.lower()  # files must not clash on case-insensitive filesystems
+        prev = seen.get(key)
+        if prev is not None:
+            raise SpecError(f"Function name '{i.op}' clashes with '{prev.op}' (from '{prev.func.func}')",
+                            i.file or None, i.line or None, str(i.func.func))
+        seen[key] = i
+    return out
+
+
+def bucket_of(op: str, n: int) -> int:
+    """The unity bucket of an op: depends on its name only."""
+    return xxhash.xxh64_intdigest(op.encode()) % n
+
+
+# ------------------------------------------------------------ one op
+
+
+class _Op:
+    """What both files of one Function are built from."""
+
+    def __init__(self, info: DifferentiabilityInfo):
+        self.info = info
+        self.op = info.op
+        self.superclass = superclass(info)
+        try:
+            self.slots: list[SavedSlot] = saved_slots(info.all_saved_inputs, info.all_saved_outputs)
+        except ValueError as e:
+            raise SpecError(str(e), info.file or None, info.line or None, str(info.func.func)) from None
+        args = info.args_with_derivatives
+        self.n = len(args)
+        # List inputs get one slot per element; the count is saved at forward.
+        self.sized = [b.name for b in args if b.type in TENSOR_LIST_LIKE]
+        self.ranges = [f"auto {b.name}_ix = gen.range({b.name + '_size_' if b.name in self.sized else 1});"
+                       for b in args]
+        self.retain = info.uses_retain_variables
+        # apply_functional parameters: (type without &, name, by reference)
+        self.params: list[tuple[str, str, bool]] = (
+            [("size_t", f"{n}_size_", False) for n in self.sized]
+            + [(s.param_type, s.name, True) for s in self.slots]
+            + ([("bool", "retain_variables", False)] if self.retain else []))
+        self.call_args = ([f"{n}_size_" for n in self.sized] + [s.arg for s in self.slots]
+                          + (["retain_variables"] if self.retain else []))
+
+    @property
+    def source(self) -> str:
+        i = self.info
+        key = "" if i.dispatch_key == "Default" else f" [{i.dispatch_key}]"
+        return f"// Autograd Function for {i.func.func}{key}"
+
+    # -- header ------------------------------------------------------------
+
+    def header(self, ns: str) -> str:
+        op, sup = self.op, self.superclass
+        types = " ".join(s.member_type for s in self.slots)
+        extra = []
+        if "TensorGeometry" in types:
+            extra.append("#include <ATen/TensorGeometry.h>")
+        if "OptionalArray" in types:
+            extra.append("#include <ATen/core/ivalue.h>")
+        release = [line for s in self.slots for line in s.release]
+        if release:
+            release.insert(0, "std::lock_guard<std::mutex> lock(mutex_);")
+        members = [f"{t} {n}{'' if v is None else ' = ' + v};" for s in self.slots for t, n, v in s.members]
+        members += [f"size_t {n}_size_ = 0;" for n in self.sized]
+        out = [GENERATED, self.source, "#pragma once", "", '#include "../prelude.h"', *extra, "",
+               f"namespace {ns} {{", "",
+               f"struct {op} : public {sup} {{",
+               f"  using {sup}::{sup};",
+               "  variable_list apply(variable_list&& grads) override;",
+               f'  std::string name() const override {{ return "{op}"; }}',
+               "  void release_variables() override {",
+               *("    " + x for x in release),
+               "  }"]
+        if self.retain:
+            # The formula may consume saved outputs when the graph is freed.
+            out += ["  void will_release_variables() override {",
+                    "    retain_variables = false;",
+                    "  }"]
+            members.insert(0, "bool retain_variables = true;")
+        out += ["  void compiled_args(CompiledNodeArgs& args) const override;",
+                "  variable_list apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) override;",
+                ""]
+        out += ["  " + m for m in members]
+        out += ["};", "", f"}}  // namespace {ns}", ""]
+        return "\n".join(out)
+
+    # -- definitions -------------------------------------------------------
+
+    def _needs_input_grad(self) -> list[str]:
+        """Which inputs the engine wants gradients for (apply-side)."""
+        return (["SlotRanges gen;"] + self.ranges
+                + [f"auto needs_input_grad = std::array<bool, {self.n}>{{"]
+                + [f"  task_should_compute_output({{{b.name}_ix}})," for b in self.info.args_with_derivatives]
+                + ["};"])
+
+    def _unpacks(self) -> list[str]:
+        return [s.check for s in self.slots if s.check] + [s.unpack for s in self.slots if s.unpack]
+
+    def definitions(self, ns: str) -> str:
+        op = self.op
+        sig = "".join(f", {t}{'&' if ref else ''} {n}" for t, n, ref in self.params)
+        args = "".join(", " + a for a in self.call_args)
+        ind = lambda lines, k=2: [" " * k + x for x in lines]  # noqa: E731
+        lock = ["std::lock_guard<std::mutex> lock(mutex_);"] if any(s.release for s in self.slots) else []
+        out = [GENERATED, self.source, "",
+               f'#include "{op}.h"', '#include "../prelude_impl.h"', "",
+               f"namespace {ns} {{", "",
+               "// The backward as a pure function of gradients and saved values, so that",
+               "// compiled autograd can trace it.",
+               f"static variable_list {op}_apply_functional(",
+               f"    variable_list&& grads, std::array<bool, {self.n}> needs_input_grad{sig}) {{",
+               "  SlotRanges gen;", *ind(self.ranges),
+               "  variable_list grad_inputs(gen.size());",
+               *ind(backward_body(self.info)),
+               "  return grad_inputs;",
+               "}", "",
+               f"static variable_list {op}_apply_functional_ivalue(const variable_list& grads, const ivalue_list& args) {{",
+               "#ifdef C10_MOBILE", MOBILE_GUARD, "  return {};", "#else",
+               "  auto packed_args = PackedArgs(args);",
+               f"  auto needs_input_grad = packed_args.unpack<std::array<bool, {self.n}>>();",
+               *(f"  auto {n} = packed_args.unpack<{t}>();" for t, n, _ in self.params),
+               f"  return {op}_apply_functional(variable_list(grads), needs_input_grad{args});",
+               "#endif",
+               "}", "",
+               f"variable_list {op}::apply(variable_list&& grads) {{",
+               *ind(lock + self._unpacks() + self._needs_input_grad()),
+               f"  return {op}_apply_functional(std::move(grads), needs_input_grad{args});",
+               "}", "",
+               f"void {op}::compiled_args(CompiledNodeArgs& args) const {{",
+               *ind([s.collect for s in self.slots]),
+               "}", "",
+               f"variable_list {op}::apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) {{",
+               "#ifdef C10_MOBILE", MOBILE_GUARD, "  return {};", "#else",
+               *ind([f"saved.before({s.field});" for s in self.slots]),
+               "  static bool called = false;",
+               "  if (!called) {",
+               "    called = true;",
+               "    std::vector<at::TypePtr> schema = {",
+               f"        torch::dynamo::autograd::IValuePacker<std::array<bool, {self.n}>>::packed_type(),",
+               *(f"        torch::dynamo::autograd::IValuePacker<{t}>::packed_type()," for t, _, _ in self.params),
+               "    };",
+               "    torch::dynamo::autograd::getPyCompilerInterface()->bind_function(",
+               f"        saved.get_py_compiler(), name(), {op}_apply_functional_ivalue, schema);",
+               "  }",
+               "  PackedArgs packed_args;",
+               *ind(self._unpacks() + self._needs_input_grad()),
+               "  packed_args.pack(needs_input_grad);",
+               *(f"  packed_args.pack({a});" for a in self.call_args),
+               "  auto output_result = compiled_autograd_apply_functional(",
+               "      packed_args, next_edges(), saved, grads, name());",
+               *ind([f"saved.after({s.field});" for s in self.slots]),
+               "  return output_result;",
+               "#endif",
+               "}", "",
+               f"}}  // namespace {ns}", ""]
+        return "\n".join(out)
+
+
+def render_op(info: DifferentiabilityInfo, opts: EmitOptions) -> dict[str, str]:
+    """`functions/<Op>.h` and `functions/<Op>.cpp` for one info with an op."""
+    if not info.op:
+        raise ValueError(f"info for '{info.func.func}' has no op: nothing is differentiable")
+    o = _Op(info)
+    return {f"functions/{o.op}.h": o.header(opts.namespace),
+            f"functions/{o.op}.cpp": o.definitions(opts.namespace)}
+
+
+# -------------------------------------------------------------- shared
+
+
+def render_shared(ops: Sequence[str], opts: EmitOptions) -> dict[str, str]:
+    """The preludes, the umbrella `Functions.h` and, with opts.unity = N > 0,
+    `unity/bucket_0.cpp` .. `bucket_<N-1>.cpp` (empty ones included, so
+    the file set depends on N only)."""
+    names = sorted(ops)
+    files = render_preludes(opts)
+    files["Functions.h"] = "\n".join(
+        [GENERATED, "// Every generated autograd Function.", "#pragma once", "", '#include "prelude.h"', ""]
+        + [f'#include "functions/{op}.h"' for op in names] + [""])
+    if opts.unity > 0:
+        buckets: list[list[str]] = [[] for _ in range(opts.unity)]
+        for op in names:
+            buckets[bucket_of(op, opts.unity)].append(op)
+        for i, members in enumerate(buckets):
+            files[f"unity/bucket_{i}.cpp"] = "\n".join(
+                [GENERATED, f"// Unity TU {i} of {opts.unity}: {len(members)} Functions.", ""]
+                + [f'#include "../functions/{op}.cpp"' for op in members] + [""])
+    return files
+
+
+def render_all(infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -> dict[str, str]:
+    """Every file for these op infos (as returned by op_infos)."""
+    files: dict[str, str] = {}
+    for info in infos:
+        files.update(render_op(info, opts))
+    files.update(render_shared([i.op for i in infos], opts))
+    return files

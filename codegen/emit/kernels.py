@@ -1,0 +1,231 @@
+"""Operator registration and Autograd-key kernels for an extension's own ops.
+
+For ATen ops libtorch already has both; for the ops of an extension (any
+namespace but `aten`) this writes what PyTorch's VariableType does for
+ATen: per native function, one translation unit `ops/<ns>_<name>.cpp` that
+declares the schema (`TORCH_LIBRARY_FRAGMENT`) and registers an Autograd
+kernel which creates the op's autograd Function, saves what its info says
+(inputs before the call, outputs after), connects the graph and redispatches
+below autograd to the backend kernels the extension wrote by hand.
+
+One TU per native function keeps the incremental guarantee: a change to one
+op's formula changes only that op's Function .cpp; its kernel TU includes the
+Function's header only, which changes only when the saved members do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ..api.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
+from ..api.cpp import argument_type, return_names, return_type
+from ..model import FUNCTIONAL, INPLACE, OUT, Argument
+from ..native_functions import NativeFunction, NativeSpec
+from .options import EmitOptions
+
+# Saved values held in a SavedVariable, and in a list of them.
+_SV_TYPES = ("at::Tensor", "::std::optional<at::Tensor>")
+_SV_LIST_TYPES = ("at::TensorList", "c10::List<::std::optional<at::Tensor>>", "at::ITensorListRef")
+
+
+@dataclass(frozen=True)
+class KernelUnit:
+    """One native function of an extension, with the info that differentiates it."""
+    func: NativeFunction
+    info: Optional[DifferentiabilityInfo]
+
+    @property
+    def stem(self) -> str:
+        n = self.func.func.name
+        return f"{self.func.namespace}_{n.name}" + (f"_{n.overload}" if n.overload else "")
+
+    @property
+    def path(self) -> str:
+        return f"ops/{self.stem}.cpp"
+
+
+def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> list[KernelUnit]:
+    """Every non-ATen native function, paired with the Default-key info of its
+    own entry, or for an in-place variant with that of its functional twin."""
+    by_func = {str(i.func.func): i for i in infos if i.dispatch_key == "Default"}
+    by_sig = {i.func.func.signature_key: i for i in by_func.values() if i.func.func.kind() == FUNCTIONAL}
+    units = []
+    for f in native.functions:
+        if f.namespace == "aten" or f.generated:
+            continue
+        info = by_func.get(str(f.func))
+        if info is None and f.func.kind() == INPLACE:
+            info = by_sig.get(f.func.signature_key)
+        units.append(KernelUnit(f, info))
+    return units
+
+
+# ------------------------------------------------------------------ render
+
+
+def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
+    f = unit.func
+    fs = f.func
+    qualified = f"{f.namespace}::{fs.name.name}"
+    args = fs.schema_order_arguments()
+    params = [_param_type(f, a) for a in args]
+    rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).decl for r in fs.returns]
+    ret = "void" if not rets else rets[0] if len(rets) == 1 else f"::std::tuple<{','.join(rets)}>"
+    fn = f"{unit.stem}_autograd"
+    info = unit.info if unit.info is not None and unit.info.op else None
+
+    lines = [f"// @generated from {_base(f.file)} line {f.line} by autograd-functions-scons: do not edit.",
+             f"// Registration and Autograd kernel of {qualified}" + (f".{fs.name.overload}" if fs.name.overload else ""),
+             ""]
+    if info is not None:
+        lines.append(f'#include "../functions/{info.op}.h"')
+    lines += ["#include <ATen/TensorGeometry.h>",
+              "#include <ATen/core/dispatch/Dispatcher.h>",
+              "#include <torch/csrc/autograd/VariableTypeUtils.h>",
+              "#include <torch/library.h>"]
+    manual = info is not None and any("strides_or_error" in a.expr for a in info.all_saved_inputs)
+    if manual:  # the one save-time helper that lives in FunctionsManual.h
+        lines.append("#include <torch/csrc/autograd/FunctionsManual.h>")
+    lines += ["", f"namespace {opts.namespace} {{", "namespace {", "",
+              "using namespace torch::autograd;"]
+    if manual:
+        lines.append("using namespace torch::autograd::generated::details;")
+    lines += ["",
+              f"{ret} {fn}({', '.join(f'{t} {a.name}' for t, a in zip(params, args))}) {{"]
+    body = _body(unit, info, params, ret, opts)
+    lines += ["  " + b if b else "" for b in body]
+    lines += ["}", "", "}  // namespace", f"}}  // namespace {opts.namespace}", ""]
+    op_name = str(fs.name)
+    lines += [f"TORCH_LIBRARY_FRAGMENT({f.namespace}, m) {{",
+              f"  m.def({_cpp_string(str(fs))});", "}", "",
+              f"TORCH_LIBRARY_IMPL({f.namespace}, Autograd, m) {{",
+              f'  m.impl("{op_name}", TORCH_FN({opts.namespace}::{fn}));', "}", ""]
+    return {unit.path: "\n".join(lines)}
+
+
+def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[str], ret: str,
+          opts: EmitOptions) -> list[str]:
+    f = unit.func
+    fs = f.func
+    kind = fs.kind()
+    args = fs.schema_order_arguments()
+    names = [a.name for a in args]
+    sig = f"{ret}({', '.join(params)})"
+    n = fs.name
+    call = [f"static auto op = c10::Dispatcher::singleton()",
+            f'    .findSchemaOrThrow("{f.namespace}::{n.name}", "{n.overload}")',
+            f"    .typed<{sig}>();"]
+    out: list[str] = []
+    tensor_args = [a.name for a in args if a.type.base() == "Tensor"]
+
+    if kind == OUT or info is None:
+        # Not differentiable here.  Without any formula (or for out=), refuse
+        # inputs that require grad rather than return results silently cut
+        # off from the graph; an entry marking everything non_differentiable
+        # says the results simply do not require grad.
+        if tensor_args and (kind == OUT or unit.info is None):
+            what = "functions with out=... arguments don't support automatic differentiation" if kind == OUT \
+                else "has no derivative formula"
+            out += [f"if (compute_requires_grad({', '.join(tensor_args)})) {{",
+                    f'  TORCH_CHECK(false, "{fs.name}(): {what}, but one of the arguments requires grad.");',
+                    "}"]
+        out += call
+        mutated = [a.name for a in args if a.is_write]
+        invoke = f"op.call({', '.join(names)})"
+        if ret == "void":
+            out += ["{", "  at::AutoDispatchBelowADInplaceOrView guard;", f"  {invoke};", "}"]
+            out += [f"increment_version({m});" for m in mutated]
+            return out
+        out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
+                f"  return {invoke};", "})();"]
+        out += [f"increment_version({m});" for m in mutated]
+        return out + ["return _result;"]
+
+    inplace = kind == INPLACE
+    diff = [b.name for b in info.args_with_derivatives]
+    cls = f"{info.op}"
+    out += [f"auto _any_requires_grad = compute_requires_grad({', '.join(diff)});",
+            "(void)_any_requires_grad;"]
+    if inplace:
+        out.append("check_inplace(self, _any_requires_grad);")
+    if "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None:
+        out.append("auto options = at::TensorOptions().dtype(dtype).layout(layout).device(device)"
+                   ".pinned_memory(pin_memory);")
+    out += [f"std::shared_ptr<{cls}> grad_fn;", "if (_any_requires_grad) {",
+            f"  grad_fn = std::shared_ptr<{cls}>(new {cls}(), deleteNode);",
+            f"  grad_fn->set_next_edges(collect_next_edges({', '.join(diff)}));"]
+    out += ["  " + s for s in _save(info.all_saved_inputs, is_output=False, inplace=inplace)]
+    for b in info.args_with_derivatives:
+        if b.type in ("at::TensorList", "const c10::List<::std::optional<at::Tensor>> &",
+                      "const at::ITensorListRef &"):
+            out.append(f"  grad_fn->{b.name}_size_ = {b.name}.size();")
+    out.append("}")
+    out += call
+    out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
+            f"  return op.call({', '.join(names)});", "})();"]
+    if inplace:
+        out += ["increment_version(self);", "if (grad_fn) {",
+                "  rebase_history(flatten_tensor_args(self), grad_fn);"]
+        out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=True)]
+        return out + ["}", "return _result;"]
+
+    rnames = [("result" if x == "self" else x) for x in return_names(fs)]
+    douts = [o.name for o in differentiable_outputs(info)]
+    used = set(douts) | {a.name for a in info.all_saved_outputs}
+    if len(rnames) == 1:
+        out.append(f"auto& {rnames[0]} = _result;")
+    else:
+        out += [f"auto& {r} = std::get<{i}>(_result);" for i, r in enumerate(rnames) if r in used]
+    out.append("if (grad_fn) {")
+    if douts:
+        out.append(f"  set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);")
+    out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=False)]
+    return out + ["}", "return _result;"]
+
+
+def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) -> list[str]:
+    """Statements storing each saved value on `grad_fn`, in member order."""
+    out = []
+    for a in sorted(attrs, key=lambda a: a.name):
+        expr = a.expr
+        if a.type in _SV_TYPES:
+            var = a.name
+            if inplace and is_output:
+                expr = "SavedVariable(self, true, self.is_view())"
+            elif inplace and var == "self":
+                # The op overwrites self; the formula wants its old value.
+                expr = "SavedVariable(self.clone(), false)"
+            else:
+                expr = f"SavedVariable({var}, {'true' if is_output else 'false'})"
+            out.append(f"grad_fn->{a.name}_ = {expr};")
+            continue
+        if a.type in _SV_LIST_TYPES or a.type == "::std::vector<at::Tensor>":
+            out.append(f"grad_fn->{a.name}_ = make_saved_variable_list({a.name});")
+            continue
+        if a.type in ("at::IntArrayRef", "c10::SymIntArrayRef", "at::ArrayRef<at::Scalar>"):
+            expr = f"{expr}.vec()"
+        elif a.type == "c10::string_view":
+            expr = f"std::string({expr})"
+        elif a.type == "::std::optional<c10::string_view>":
+            expr = f"{expr}.has_value() ? ::std::optional<std::string>(std::string({expr}.value())) : ::std::nullopt"
+        out.append(f"grad_fn->{a.name} = {expr};")
+    return out
+
+
+def _names_used(attrs: Sequence[SavedAttribute]) -> set[str]:
+    return {a.expr.split(".")[0] for a in attrs}
+
+
+def _param_type(f: NativeFunction, a: Argument) -> str:
+    """The dispatcher's (faithful) C++ type of one argument."""
+    return argument_type(a.type, mutable=a.is_write, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
+                         ilistref=f.part_of_structured_group).decl
+
+
+def _cpp_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
