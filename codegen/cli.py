@@ -27,6 +27,54 @@ def _cmd_infos(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return n
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    import time
+
+    from .emit.functions import render_op, render_shared
+    from .emit.options import EmitOptions
+    from .generate import load_op_infos
+    from .writer import write_tree
+
+    tty = sys.stderr.isatty() and not args.quiet
+    t0 = time.perf_counter()
+    infos = load_op_infos(args.native_functions, args.derivatives, args.tags)
+    t1 = time.perf_counter()
+    opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include), unity=args.unity)
+    files: dict[str, str] = {}
+    for n, info in enumerate(infos, 1):
+        files.update(render_op(info, opts))
+        if tty and n % 100 == 0:
+            print(f"\rrendered {n}/{len(infos)} Functions", end="", file=sys.stderr, flush=True)
+    ops = [i.op for i in infos]
+    files.update(render_shared(ops, opts))
+    t2 = time.perf_counter()
+    report = write_tree(args.out, files)
+    t3 = time.perf_counter()
+
+    def op_of(rel: str):
+        d, _, name = rel.partition("/")
+        return name.split(".", 1)[0] if d == "functions" else None
+
+    written = {op_of(r) for r in report.written} - {None}
+    removed = {op_of(r) for r in report.removed} - {None} - set(ops)
+    shared = sum(1 for r in report.written if op_of(r) is None)
+    if tty:
+        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    if not args.quiet:
+        print(f"loaded specs in {t1 - t0:.2f} s, rendered {len(files)} files in {t2 - t1:.2f} s, "
+              f"wrote in {t3 - t2:.2f} s", file=sys.stderr)
+    print(f"{len(ops)} Functions: {len(written)} written, {len(ops) - len(written)} unchanged, "
+          f"{len(removed)} removed (shared files: {shared} written)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m codegen",
                                 description="Autograd Function generator for PyTorch-style yaml specs.")
@@ -34,6 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
     infos = sub.add_parser("infos", help="print the differentiability infos as JSON")
     _spec_args(infos)
     infos.set_defaults(run=_cmd_infos)
+
+    gen = sub.add_parser("generate", help="write the C++ autograd Functions (one .h/.cpp per op)")
+    _spec_args(gen)
+    gen.add_argument("--out", required=True, metavar="DIR",
+                     help="output folder; only files whose content changed are rewritten, and "
+                          "stale generated files under functions/ and unity/ are deleted")
+    gen.add_argument("--namespace", default="autograd_ext::generated", metavar="NS",
+                     help="C++ namespace of the classes (default: %(default)s); not libtorch's own "
+                          "torch::autograd::generated")
+    gen.add_argument("--unity", type=_count, default=0, metavar="N",
+                     help="also write N unity TUs unity/bucket_<i>.cpp (default: 0, none)")
+    gen.add_argument("--include", action="append", default=[], metavar="HEADER",
+                     help="header with helpers the formulas call, included by every definition TU "
+                          "(repeatable); for PyTorch's own specs: torch/csrc/autograd/FunctionsManual.h")
+    gen.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
+    gen.set_defaults(run=_cmd_generate)
     return p
 
 
