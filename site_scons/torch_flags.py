@@ -1,0 +1,90 @@
+"""Compiler and linker flags for a torch extension, from the installed torch.
+
+`import torch` costs ~2 s, which a no-op build must not pay: torch is located
+without importing it, and the few facts that need an import (ABI flag,
+version) are asked of a subprocess once and cached in the build folder,
+keyed by torch's location and the stat of its version file and core library.
+"""
+
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+
+_QUERY = ("import json, torch; print(json.dumps({'abi': int(torch._C._GLIBCXX_USE_CXX11_ABI), "
+          "'version': torch.__version__}))")
+
+
+def _torch_dir():
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("torch is not installed in the Python running SCons "
+                           f"({sys.executable}): pip install -e '.[test]'")
+    return list(spec.submodule_search_locations)[0]
+
+
+def _stamp(root):
+    files = [os.path.join(root, "version.py")] + sorted(glob.glob(os.path.join(root, "_C*.so")))
+    return [root] + [[f, os.stat(f).st_size, os.stat(f).st_mtime_ns] for f in files if os.path.exists(f)]
+
+
+def torch_facts(cache_path):
+    """{'root', 'abi', 'version'} of the installed torch, cached."""
+    root = _torch_dir()
+    stamp = _stamp(root)
+    try:
+        with open(cache_path) as f:
+            cached = json.load(f)
+        if cached.get("stamp") == stamp:
+            return cached["facts"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    out = subprocess.run([sys.executable, "-c", _QUERY], check=True, capture_output=True, text=True)
+    facts = dict(json.loads(out.stdout.strip().splitlines()[-1]), root=root)
+    os.makedirs(os.path.dirname(cache_path) or ".", exist_ok=True)
+    tmp = f"{cache_path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"stamp": stamp, "facts": facts}, f)
+    os.replace(tmp, cache_path)
+    return facts
+
+
+def torch_specs():
+    """(native_functions.yaml, tags.yaml, derivatives.yaml) shipped with torchgen."""
+    spec = importlib.util.find_spec("torchgen")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("torchgen (part of torch) is not installed")
+    packaged = os.path.join(list(spec.submodule_search_locations)[0], "packaged")
+    native = os.path.join(packaged, "ATen", "native")
+    return (os.path.join(native, "native_functions.yaml"), os.path.join(native, "tags.yaml"),
+            os.path.join(packaged, "autograd", "derivatives.yaml"))
+
+
+def configure(env, cache_path):
+    """Add torch's headers, libraries and defines to `env`.
+
+    Include dirs go in as `-isystem` inside `$( $)`: out of the command
+    signature (so absolute paths do not defeat a CacheDir shared across
+    checkouts) and out of SCons's header scanner (thousands of torch headers
+    per TU would dominate a no-op build).  A torch upgrade still recompiles
+    everything: its version is a define, which is in the signature.
+    """
+    facts = torch_facts(cache_path)
+    root = facts["root"]
+    incs = [os.path.join(root, "include"), os.path.join(root, "include", "torch", "csrc", "api", "include"),
+            sysconfig.get_paths()["include"]]
+    isystem = ["$("] + [x for i in incs for x in ("-isystem", i)] + ["$)"]
+    libdir = os.path.join(root, "lib")
+    env.Append(
+        CXXFLAGS=["-std=c++20"] + isystem,
+        CPPDEFINES=[("_GLIBCXX_USE_CXX11_ABI", facts["abi"]),
+                    "TORCH_API_INCLUDE_EXTENSION_H",
+                    ("AUTOGRAD_EXT_TORCH_VERSION", facts["version"])],
+        LIBPATH=[libdir],
+        LIBS=["c10", "torch", "torch_cpu", "torch_python"],
+        RPATH=[libdir],
+    )
+    return facts

@@ -1,0 +1,319 @@
+"""codegen.incremental without SCons: keys, manifest, fast path, crash safety.
+
+Each test generates the small example specs (specs/) into a temporary
+folder and counts what a second update rewrites.
+"""
+
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from codegen import incremental
+from codegen.emit.options import EmitOptions
+from codegen.errors import SpecError
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLE = os.path.join(REPO, "specs")
+OPS = ["MulBackward0", "MulBackward1", "ScaleBackward0"]
+
+MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
+  self: grad * other
+"""
+
+
+class Specs:
+    """A copy of the example specs, an output folder, and a counting loader."""
+
+    def __init__(self, root, like=None):
+        self.root = root
+        root.mkdir(exist_ok=True)
+        self.nf = str(root / "native_functions.yaml")
+        self.d = str(root / "derivatives.yaml")
+        self.out = str(root / "gen")
+        shutil.copy(like.nf if like else os.path.join(EXAMPLE, "native_functions.yaml"), self.nf)
+        shutil.copy(like.d if like else os.path.join(EXAMPLE, "derivatives.yaml"), self.d)
+        base = incremental.default_renderer()
+        self.parses = 0
+
+        def load(*a):
+            self.parses += 1
+            return base.load(*a)
+        self.render = dataclasses.replace(base, load=load)
+
+    def update(self, **kw):
+        return incremental.update(self.out, self.nf, self.d, None, kw.pop("opts", EmitOptions()),
+                                  render=self.render, **kw)
+
+    def edit(self, which, old, new):
+        path = self.nf if which == "nf" else self.d
+        text = open(path).read()
+        assert old in text, old
+        open(path, "w").write(text.replace(old, new, 1))
+
+    def snapshot(self):
+        """relpath -> (bytes, mtime_ns) of every file under the output folder."""
+        out = {}
+        for dirpath, _, names in os.walk(self.out):
+            for n in names:
+                p = os.path.join(dirpath, n)
+                with open(p, "rb") as f:
+                    out[os.path.relpath(p, self.out)] = (f.read(), os.stat(p).st_mtime_ns)
+        return out
+
+
+def rewritten(before, after):
+    """Files whose mtime changed (i.e. were written), files added, removed."""
+    return ({p for p in after if p in before and after[p][1] != before[p][1]},
+            set(after) - set(before), set(before) - set(after))
+
+
+@pytest.fixture
+def specs(tmp_path):
+    s = Specs(tmp_path)
+    r = s.update()
+    assert r.ops == OPS and sorted(r.regenerated) == OPS and s.parses == 1
+    return s
+
+
+def test_noop_skips_parsing_and_writes_nothing(specs):
+    before = specs.snapshot()
+    r = specs.update()
+    assert (r.parsed, r.regenerated, r.removed, r.unchanged) == (False, [], [], 3)
+    assert specs.parses == 1  # only the cold run parsed
+    assert specs.snapshot() == before
+    assert r.sources == [f"functions/{op}.cpp" for op in OPS]
+    assert incremental.report(r) == "3 Functions: 0 regenerated, 3 unchanged, 0 removed; " \
+                                    "inputs unchanged (specs not parsed)"
+
+
+def test_comment_edit_parses_but_rewrites_nothing(specs):
+    before = specs.snapshot()
+    specs.edit("d", "# Backward formulas", "# Edited comment. Backward formulas")
+    r = specs.update()
+    assert r.parsed and r.regenerated == [] and r.reasons == {}
+    assert rewritten(before, specs.snapshot()) == ({".autograd_manifest"}, set(), set())
+
+
+def test_editing_one_entry_regenerates_exactly_that_op(specs):
+    before = specs.snapshot()
+    specs.edit("d", "self: grad * alpha", "self: grad * alpha * 2")
+    r = specs.update()
+    assert r.regenerated == ["ScaleBackward0"] and r.reasons == {"ScaleBackward0": "derivatives entry changed"}
+    changed, added, gone = rewritten(before, specs.snapshot())
+    assert changed == {"functions/ScaleBackward0.cpp", ".autograd_manifest"} and not added and not gone
+    assert "derivatives entry changed: 1 (ScaleBackward0)" in incremental.report(r)
+    assert incremental.explain(r, "ScaleBackward0").startswith(
+        "ScaleBackward0: regenerated: derivatives entry changed")
+    assert incremental.explain(r, "MulBackward0").startswith("MulBackward0: up to date: key")
+
+
+def test_editing_a_native_schema_regenerates_only_its_ops(specs):
+    before = specs.snapshot()
+    # A new defaulted argument: schema and entry name change together.
+    specs.edit("nf", "scale(Tensor self, float alpha) -> Tensor",
+               "scale(Tensor self, float alpha, *, bool fast=False) -> Tensor")
+    specs.edit("d", "scale(Tensor self, float alpha) -> Tensor",
+               "scale(Tensor self, float alpha, *, bool fast=False) -> Tensor")
+    r = specs.update()
+    assert r.regenerated == ["ScaleBackward0"]
+    changed, _, _ = rewritten(before, specs.snapshot())
+    assert {c for c in changed if c.startswith("functions/")} <= {
+        "functions/ScaleBackward0.h", "functions/ScaleBackward0.cpp"}
+
+
+def test_native_only_edit_rekeys_matched_op_but_rewrites_identical_text(specs):
+    specs.edit("nf", "myops::scale(Tensor self, float alpha) -> Tensor\n  variants: function",
+               "myops::scale(Tensor self, float alpha) -> Tensor\n  variants: function\n"
+               "  dispatch:\n    CPU: scale_cpu")
+    before = specs.snapshot()
+    r = specs.update()
+    assert r.reasons == {"ScaleBackward0": "native function changed"} and r.regenerated == []
+    assert "output identical" in incremental.explain(r, "ScaleBackward0")
+    assert {p for p in rewritten(before, specs.snapshot())[0]} == {".autograd_manifest"}
+
+
+def test_renumbering_regenerates_exactly_the_renamed_ops(specs):
+    before = specs.snapshot()
+    specs.edit("nf", "- func: myops::mul.Scalar",
+               "- func: myops::mul.int(Tensor self, int other) -> Tensor\n  variants: function\n\n"
+               "- func: myops::mul.Scalar")
+    specs.edit("d", MUL_SCALAR, "- name: mul.int(Tensor self, int other) -> Tensor\n"
+               "  self: grad * other\n\n" + MUL_SCALAR)
+    r = specs.update()
+    assert r.ops == ["MulBackward0", "MulBackward1", "MulBackward2", "ScaleBackward0"]
+    # mul.int takes the name MulBackward1; mul.Scalar moves to MulBackward2.
+    assert sorted(r.regenerated) == ["MulBackward1", "MulBackward2"]
+    assert r.reasons["MulBackward2"] == "renamed from MulBackward1"
+    changed, added, gone = rewritten(before, specs.snapshot())
+    assert {p for p in changed | added if p.startswith("functions/")} == {
+        f"functions/MulBackward{i}.{x}" for i in (1, 2) for x in ("h", "cpp")}
+    assert not gone
+
+
+def test_removing_an_entry_deletes_its_files_and_objects(specs):
+    obj = os.path.join(specs.out, "functions", "MulBackward1.os")
+    open(obj, "w").write("object")
+    open(os.path.join(specs.out, "functions", "ScaleBackward0.os"), "w").write("object")
+    specs.edit("d", MUL_SCALAR, "")
+    r = specs.update()
+    assert r.removed == ["MulBackward1"] and r.regenerated == [] and r.ops == ["MulBackward0", "ScaleBackward0"]
+    names = sorted(os.listdir(os.path.join(specs.out, "functions")))
+    assert names == ["MulBackward0.cpp", "MulBackward0.h", "ScaleBackward0.cpp", "ScaleBackward0.h",
+                     "ScaleBackward0.os"]
+    assert "MulBackward1" not in open(os.path.join(specs.out, "Functions.h")).read()
+    assert incremental.explain(r, "MulBackward1") == "MulBackward1: removed: no longer in the specs"
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "version", "hand-edit", "garbage"])
+def test_untrusted_manifest_is_rebuilt_from_scratch(specs, damage):
+    path = os.path.join(specs.out, incremental.MANIFEST)
+    data = open(path, "rb").read()
+    head, _, body = data.partition(b"\n")
+    if damage == "flip":
+        i = len(data) // 2
+        data = data[:i] + bytes([data[i] ^ 1]) + data[i + 1:]
+    elif damage == "truncate":
+        data = data[: len(data) * 2 // 3]
+    elif damage == "version":
+        data = head.replace(b" 1 ", b" 99 ") + b"\n" + body
+    elif damage == "hand-edit":  # valid JSON, same checksum line
+        data = head + b"\n" + body.replace(b'"MulBackward0"', b'"MulBackward9"')
+    else:
+        data = b"\x00\xff not a manifest"
+    open(path, "wb").write(data)
+    before = specs.snapshot()
+    r = specs.update()
+    assert r.warning and r.warning.startswith(f"ignoring {path}: ") and "\n" not in r.warning
+    assert r.parsed and sorted(r.reasons) == OPS and r.regenerated == []  # re-rendered, identical
+    changed, added, gone = rewritten(before, specs.snapshot())
+    assert changed == {".autograd_manifest"} and not added and not gone
+    r = specs.update()
+    assert not r.parsed and r.warning is None  # trusted again
+
+
+def test_output_deleted_or_edited_behind_our_back_is_regenerated(specs):
+    os.unlink(os.path.join(specs.out, "functions", "MulBackward0.h"))
+    with open(os.path.join(specs.out, "functions", "ScaleBackward0.cpp"), "a") as f:
+        f.write("// hand edit\n")
+    r = specs.update()
+    assert sorted(r.regenerated) == ["MulBackward0", "ScaleBackward0"]
+    assert set(r.reasons.values()) == {"output missing or modified on disk"}
+    fresh = Specs(specs.root / "fresh", like=specs)
+    fresh.update()
+    assert tree_bytes(specs.out) == tree_bytes(fresh.out)
+
+
+def test_yaml_error_leaves_outputs_and_manifest_untouched(specs):
+    before = specs.snapshot()
+    good = open(specs.d).read()
+    specs.edit("d", "  self: grad * alpha", "  self: [grad * alpha")
+    with pytest.raises(SpecError) as e:
+        specs.update()
+    assert str(e.value).startswith(specs.d + ":") and "\n" not in str(e.value)
+    assert specs.snapshot() == before
+    open(specs.d, "w").write(good)
+    r = specs.update()
+    assert not r.parsed and r.regenerated == []
+
+
+def test_unknown_formula_name_error_is_located(specs):
+    specs.edit("d", "- name: scale(Tensor self, float alpha)", "- name: scale(Tensor self, int alpha)")
+    before = specs.snapshot()
+    with pytest.raises(SpecError, match=r"derivatives.yaml:\d+: entry 'scale"):
+        specs.update()
+    assert specs.snapshot() == before
+
+
+def test_options_and_generator_changes_rekey_everything(specs, monkeypatch):
+    r = specs.update(opts=EmitOptions(namespace="other::ns"))
+    assert sorted(r.regenerated) == OPS and set(r.reasons.values()) == {"options changed"}
+    monkeypatch.setattr(incremental, "generator_version", lambda: "a different generator")
+    r = specs.update(opts=EmitOptions(namespace="other::ns"))
+    assert set(r.reasons.values()) == {"generator changed"} and r.regenerated == []
+
+
+def test_dry_run_writes_nothing(specs):
+    before = specs.snapshot()
+    specs.edit("d", "self: grad * alpha", "self: grad * alpha * 2")
+    r = specs.update(dry_run=True)
+    assert r.regenerated == ["ScaleBackward0"] and r.dry_run
+    assert "would be 1 regenerated" in incremental.report(r)
+    assert specs.snapshot() == before
+
+
+def test_unity_sources_are_the_buckets(specs):
+    r = specs.update(opts=EmitOptions(unity=2))
+    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+    r = specs.update(opts=EmitOptions(unity=1))
+    assert r.sources == ["unity/bucket_0.cpp"]
+    assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
+
+
+def tree_bytes(root):
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            if n != incremental.MANIFEST:
+                out[os.path.relpath(p, root)] = open(p, "rb").read()
+    return out
+
+
+KILLER = """
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+from codegen import incremental
+real, n = os.replace, [0]
+def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
+    real(a, b)
+    n[0] += 1
+    if n[0] == {after}:
+        os.kill(os.getpid(), signal.SIGKILL)
+os.replace = replace
+incremental.update({out!r}, {nf!r}, {d!r})
+"""
+
+
+@pytest.mark.parametrize("after", [1, 2, 3])
+def test_sigkill_mid_generation_then_update_equals_clean_build(specs, after):
+    # Two ops edited: two .cpp writes, then the manifest (the 3rd rename).
+    specs.edit("d", "self: grad * alpha", "self: grad * alpha * 2")
+    specs.edit("d", "self: grad * other\n", "self: grad * other * 3\n")
+    code = KILLER.format(repo=REPO, after=after, out=specs.out, nf=specs.nf, d=specs.d)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    assert os.path.exists(os.path.join(specs.out, incremental.MANIFEST)) == (after == 3)
+    r = specs.update()
+    assert r.parsed == (after < 3)
+    fresh = Specs(specs.root / "fresh", like=specs)
+    fresh.update()
+    assert tree_bytes(specs.out) == tree_bytes(fresh.out)
+    assert not specs.update().parsed
+
+
+def test_render_ignores_unkeyed_fields(specs):
+    """Keys leave out file/line (so inserting an entry does not re-key the
+    entries below it): that is only sound if the text ignores them too."""
+    infos = specs.render.load(specs.nf, specs.d, None)
+    for info in infos:
+        moved = dataclasses.replace(info, file="elsewhere.yaml", line=info.line + 100, entry={})
+        assert specs.render.op(moved, EmitOptions()) == specs.render.op(info, EmitOptions())
+        opts = incremental.options_json(EmitOptions())
+        a = incremental.op_key(info, opts, "g")
+        b = incremental.op_key(dataclasses.replace(info, file="x", line=1), opts, "g")
+        assert a == b
+
+
+def test_keys_are_stable_across_processes(specs):
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from codegen import incremental as i\n"
+            "r = i.update(%r, %r, %r)\n"
+            "print(sorted(r.keys.items()))") % (REPO, str(specs.root / "other"), specs.nf, specs.d)
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONHASHSEED=str(seed))).stdout for seed in (1, 2)}
+    assert len(outs) == 1 and sorted(specs.update().keys.items()) == eval(outs.pop())
