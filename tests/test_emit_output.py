@@ -1,0 +1,218 @@
+"""The generated tree as files: byte-for-byte reproducible in any folder,
+changed only where the specs changed, written atomically, pruned safely;
+and the `generate` command line around it."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from codegen.emit.functions import bucket_of, render_shared
+from codegen.emit.options import EmitOptions
+from codegen.writer import write_tree
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_generate(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=REPO)  # `-m codegen` from this checkout, from any cwd
+    return subprocess.run([sys.executable, "-m", "codegen", "generate", *args],
+                          cwd=cwd or REPO, env=env, capture_output=True, text=True)
+
+
+def tree(root):
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(d, n)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, root).replace(os.sep, "/")] = f.read()
+    return out
+
+
+def mtimes(root):
+    return {rel: os.stat(os.path.join(root, rel)).st_mtime_ns for rel in tree(root)}
+
+
+# ------------------------------------------------------------ real specs
+
+
+@pytest.fixture(scope="module")
+def real_specs():
+    pytest.importorskip("torchgen", reason="the real specs ship with torch")
+    from torchgen_reference import real_spec_paths
+    return real_spec_paths()
+
+
+def spec_args(nf, tags, d):
+    return ["--native-functions", nf, "--tags", tags, "--derivatives", d]
+
+
+def test_generation_is_byte_identical_in_any_folder(real_specs, tmp_path):
+    a, b = tmp_path / "one" / "out", tmp_path / "two"
+    b.mkdir()
+    # one absolute --out from the repo, one relative --out from elsewhere
+    r1 = run_generate(*spec_args(*real_specs), "--out", str(a), "--unity", "3")
+    r2 = run_generate(*spec_args(*real_specs), "--out", "gen", "--unity", "3", cwd=str(b))
+    assert r1.returncode == 0 and r2.returncode == 0, r1.stderr + r2.stderr
+    first, second = tree(a), tree(b / "gen")
+    assert first == second
+    assert len(first) == 711 * 2 + 3 + 3   # per-op pairs, preludes + umbrella, buckets
+    assert r1.stdout == "711 Functions: 711 written, 0 unchanged, 0 removed (shared files: 6 written)\n"
+    for text in first.values():
+        assert str(tmp_path).encode() not in text and REPO.encode() not in text
+        assert b"\r" not in text
+
+
+def _edited(src, dst, old, new):
+    with open(src) as f:
+        text = f.read()
+    assert text.count(old) == 1
+    with open(dst, "w") as f:
+        f.write(text.replace(old, new))
+
+
+@pytest.mark.parametrize("old, new, changed", [
+    # an entry no foreach op refers to; the edit saves one more value, so
+    # the class (header) changes too
+    ("Scalar p=2) -> Tensor\n  self: norm_backward(grad, self - other, p, result)\n",
+     "Scalar p=2) -> Tensor\n  self: norm_backward(grad, self - other, p, result) * other.dim()\n",
+     {"functions/DistBackward0.h", "functions/DistBackward0.cpp"}),
+    # mul.Tensor is also the per-element op of _foreach_mul.List/.Tensor; a
+    # formula-only edit leaves the classes' headers alone
+    ("mul.Tensor(Tensor self, Tensor other) -> Tensor\n  self: mul_tensor_backward(grad, other, ",
+     "mul.Tensor(Tensor self, Tensor other) -> Tensor\n  self: mul_tensor_backward(grad, other.conj(), ",
+     {"functions/MulBackward0.cpp", "functions/ForeachMulBackward0List.cpp",
+      "functions/ForeachMulBackward0Tensor.cpp"}),
+])
+def test_editing_one_entry_rewrites_only_its_functions(real_specs, tmp_path, old, new, changed):
+    nf, tags, d = real_specs
+    out = tmp_path / "out"
+    r = run_generate(*spec_args(nf, tags, d), "--out", str(out), "--unity", "4")
+    assert r.returncode == 0, r.stderr
+    before, stamps = tree(out), mtimes(out)
+    edited = tmp_path / "derivatives.yaml"
+    _edited(d, edited, old, new)
+    r = run_generate(*spec_args(nf, tags, str(edited)), "--out", str(out), "--unity", "4")
+    assert r.returncode == 0, r.stderr
+    after = tree(out)
+    assert {p for p in before if before[p] != after.get(p)} == changed
+    assert set(after) == set(before)
+    assert {p for p, t in mtimes(out).items() if t != stamps[p]} == changed   # nothing else touched
+    n = len({p.rsplit(".", 1)[0] for p in changed})
+    assert r.stdout == f"711 Functions: {n} written, {711 - n} unchanged, 0 removed (shared files: 0 written)\n"
+
+
+# ------------------------------------------------------------ unity buckets
+
+
+def test_unity_bucket_of_an_op_depends_on_its_name_only():
+    ops = [f"Op{i}Backward0" for i in range(60)]
+    opts = EmitOptions(unity=5)
+    full = render_shared(ops, opts)
+    less = render_shared(ops[:17] + ops[18:], opts)
+    changed = [p for p in full if full[p] != less[p] and p.startswith("unity/")]
+    assert changed == [f"unity/bucket_{bucket_of(ops[17], 5)}.cpp"]
+    drop = lambda text: [x for x in text.splitlines() if not x.startswith("// Unity TU")]  # noqa: E731
+    assert [x for x in drop(full[changed[0]]) if ops[17] not in x] == drop(less[changed[0]])
+    # every op is in exactly one bucket, every bucket file exists (even if empty)
+    buckets = [full[f"unity/bucket_{i}.cpp"] for i in range(5)]
+    for op in ops:
+        assert sum(f'"../functions/{op}.cpp"' in b for b in buckets) == 1
+    assert "unity/bucket_0.cpp" not in render_shared(ops, EmitOptions())
+
+
+def test_shared_files_do_not_depend_on_op_order():
+    ops = ["BBackward0", "ABackward0", "CBackward1"]
+    assert render_shared(ops, EmitOptions(unity=2)) == render_shared(sorted(ops), EmitOptions(unity=2))
+
+
+# ------------------------------------------------------------------ writer
+
+
+def test_writer_rewrites_only_changed_files(tmp_path):
+    files = {"functions/A.h": "// @generated a\n", "functions/A.cpp": "// @generated\n", "Functions.h": "x\n"}
+    r = write_tree(str(tmp_path), files)
+    assert (r.written, r.unchanged, r.removed) == (sorted(files), [], [])
+    stamps = mtimes(tmp_path)
+    r = write_tree(str(tmp_path), dict(files, **{"functions/A.h": "// @generated b\n"}))
+    assert (r.written, r.unchanged) == (["functions/A.h"], ["Functions.h", "functions/A.cpp"])
+    assert {p for p, t in mtimes(tmp_path).items() if t != stamps[p]} == {"functions/A.h"}
+    assert (tmp_path / "functions" / "A.h").read_text() == "// @generated b\n"
+
+
+def test_writer_prunes_only_stale_generated_files(tmp_path):
+    write_tree(str(tmp_path), {"functions/A.h": "// @generated\n", "functions/B.h": "// @generated\n",
+                               "unity/bucket_1.cpp": "// @generated\n", "Old.h": "// @generated\n"})
+    (tmp_path / "functions" / "mine.h").write_text("// hand-written\n")
+    (tmp_path / "functions" / ".B.h.123.tmp").write_text("half")
+    (tmp_path / "notes.txt").write_text("keep")
+    r = write_tree(str(tmp_path), {"functions/A.h": "// @generated\n"})
+    assert r.removed == ["functions/.B.h.123.tmp", "functions/B.h", "unity/bucket_1.cpp"]
+    assert sorted(tree(tmp_path)) == ["Old.h", "functions/A.h", "functions/mine.h", "notes.txt"]
+    r = write_tree(str(tmp_path), {}, prune=False)
+    assert r.removed == [] and (tmp_path / "functions" / "A.h").exists()
+
+
+def test_writer_leaves_no_temporaries_and_rejects_escaping_paths(tmp_path):
+    write_tree(str(tmp_path), {"functions/A.h": "// @generated\n"})
+    assert sorted(tree(tmp_path)) == ["functions/A.h"]
+    for bad in ("../x.h", "/abs.h", "functions//x.h", "./x.h"):
+        with pytest.raises(ValueError):
+            write_tree(str(tmp_path), {bad: ""})
+
+
+# --------------------------------------------------------------------- CLI
+
+NATIVE = """\
+- func: my_mul(Tensor self, Tensor other) -> Tensor
+- func: my_scale(Tensor self, float alpha) -> Tensor
+"""
+DERIVATIVES = """\
+- name: my_mul(Tensor self, Tensor other) -> Tensor
+  self: grad * other
+  other: grad * self
+
+- name: my_scale(Tensor self, float alpha) -> Tensor
+  self: grad * alpha
+"""
+
+
+def test_cli_reports_and_prunes(tmp_path):
+    nf, d = tmp_path / "nf.yaml", tmp_path / "d.yaml"
+    nf.write_text(NATIVE)
+    d.write_text(DERIVATIVES)
+    args = ["--native-functions", str(nf), "--derivatives", str(d), "--out", str(tmp_path / "out")]
+    r = run_generate(*args, "--namespace", "my::grads", "--unity", "2", "--include", "my/helpers.h")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "2 Functions: 2 written, 0 unchanged, 0 removed (shared files: 5 written)\n"
+    out = tree(tmp_path / "out")
+    assert sorted(out) == ["Functions.h", "functions/MyMulBackward0.cpp", "functions/MyMulBackward0.h",
+                           "functions/MyScaleBackward0.cpp", "functions/MyScaleBackward0.h",
+                           "prelude.h", "prelude_impl.h", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+    assert b"namespace my::grads {" in out["functions/MyMulBackward0.h"]
+    assert b'#include "my/helpers.h"' in out["prelude_impl.h"]
+    assert b"TORCH_API" not in out["functions/MyMulBackward0.h"]
+
+    r = run_generate(*args, "--namespace", "my::grads", "--unity", "2", "--include", "my/helpers.h")
+    assert r.stdout == "2 Functions: 0 written, 2 unchanged, 0 removed (shared files: 0 written)\n"
+
+    d.write_text(DERIVATIVES.split("\n\n")[0] + "\n")
+    r = run_generate(*args, "--namespace", "my::grads", "--include", "my/helpers.h", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "1 Functions: 0 written, 1 unchanged, 1 removed (shared files: 1 written)\n"
+    assert r.stderr == ""
+    assert sorted(tree(tmp_path / "out")) == ["Functions.h", "functions/MyMulBackward0.cpp",
+                                               "functions/MyMulBackward0.h", "prelude.h", "prelude_impl.h"]
+
+
+def test_cli_spec_error_is_one_line(tmp_path):
+    nf, d = tmp_path / "nf.yaml", tmp_path / "d.yaml"
+    nf.write_text(NATIVE)
+    d.write_text(DERIVATIVES.replace("self: grad * alpha", "bogus: grad * alpha"))
+    r = run_generate("--native-functions", str(nf), "--derivatives", str(d), "--out", str(tmp_path / "o"))
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ")
+    assert not (tmp_path / "o").exists()
