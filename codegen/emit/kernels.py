@@ -140,7 +140,7 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
         out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
                 f"  return {invoke};", "})();"]
         out += [f"increment_version({m});" for m in mutated]
-        return out + ["return _result;"]
+        return out + [_return(fs)]
 
     inplace = kind == INPLACE
     diff = [b.name for b in info.args_with_derivatives]
@@ -152,8 +152,8 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
     if "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None:
         out.append("auto options = at::TensorOptions().dtype(dtype).layout(layout).device(device)"
                    ".pinned_memory(pin_memory);")
-    out += [f"std::shared_ptr<{cls}> grad_fn;", "if (_any_requires_grad) {",
-            f"  grad_fn = std::shared_ptr<{cls}>(new {cls}(), deleteNode);",
+    out += [f"c10::intrusive_ptr<{cls}> grad_fn;", "if (_any_requires_grad) {",
+            f"  grad_fn = c10::make_intrusive<{cls}>();",
             f"  grad_fn->set_next_edges(collect_next_edges({', '.join(diff)}));"]
     out += ["  " + s for s in _save(info.all_saved_inputs, is_output=False, inplace=inplace)]
     for b in info.args_with_derivatives:
@@ -168,7 +168,7 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
         out += ["increment_version(self);", "if (grad_fn) {",
                 "  rebase_history(flatten_tensor_args(self), grad_fn);"]
         out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=True)]
-        return out + ["}", "return _result;"]
+        return out + ["}", _return(fs)]
 
     rnames = [("result" if x == "self" else x) for x in return_names(fs)]
     douts = [o.name for o in differentiable_outputs(info)]
@@ -182,6 +182,18 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
         out.append(f"  set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);")
     out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=False)]
     return out + ["}", "return _result;"]
+
+
+def _return(fs) -> str:
+    """Mutable results are references to the arguments they alias: return
+    those, not the (copied) value the call produced."""
+    aliased = [next((a.name for a in fs.schema_order_arguments() if r.is_write and a.annotation == r.annotation),
+                    None) for r in fs.returns]
+    if not fs.returns or None in aliased:
+        return "return _result;"
+    if len(aliased) == 1:
+        return f"return {aliased[0]};"
+    return f"return std::forward_as_tuple({', '.join(aliased)});"
 
 
 def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) -> list[str]:
