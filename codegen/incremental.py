@@ -195,19 +195,9 @@ def read_manifest(path: str) -> tuple[Optional[Manifest], Optional[str]]:
 
 
 def write_manifest(path: str, m: Manifest) -> None:
+    from .writer import write_atomic
     body = _dumps(m.to_json()).encode()
-    _atomic_write(path, f"{_MAGIC} {FORMAT} {digest(body)}\n".encode() + body)
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
+    write_atomic(path, f"{_MAGIC} {FORMAT} {digest(body)}\n".encode() + body)
 
 
 def _unlink(path: str) -> bool:
@@ -296,20 +286,9 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
         dirty = set()
 
     infos = render.load(native_functions, derivatives, tags)
-    keys = [op_key(i, options, generator) for i in infos]
-    _check_unique(keys, infos)
+    keys = [op_key(i, options, generator) for i in infos]  # op_infos checked names are unique
     return _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, opts,
                   render, dry_run, warning)
-
-
-def _check_unique(keys: Sequence[OpKey], infos: Sequence[Any]) -> None:
-    seen: dict = {}
-    for k, info in zip(keys, infos):
-        if k.op in seen:
-            from .errors import SpecError
-            raise SpecError(f"two entries produce the Function {k.op} (the other is at line "
-                            f"{seen[k.op].line})", info.file, info.line, info.name)
-        seen[k.op] = info
 
 
 def _why(k: OpKey, old_keys: dict, old_by_entry: dict, old: Optional[Manifest],
@@ -444,15 +423,8 @@ class Renderer:
 
 def default_renderer() -> Renderer:
     from .emit import functions
-    from .foreach import derive_foreach_infos
-    from .load_derivatives import infos_from_specs, load_specs
-
-    def load(nf: str, d: str, tags: Optional[str]) -> list:
-        specs = load_specs(nf, d, tags)
-        infos = infos_from_specs(specs)
-        return functions.op_infos(infos + derive_foreach_infos(infos, specs.native))
-
-    return Renderer(load, functions.render_op, functions.render_shared)
+    from .generate import load_op_infos
+    return Renderer(load_op_infos, functions.render_op, functions.render_shared)
 
 
 # ---------------------------------------------------------------- report

@@ -1,0 +1,70 @@
+"""Helpers for the tests that run SCons on copies of this repo (not a test module)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'fakecxx.py')}"
+_IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
+                                 ".sconsign*", "compile_commands.json", ".benchmarks")
+
+
+def clone(dst):
+    """A copy of the working tree, as a second checkout would be."""
+    shutil.copytree(REPO, dst, ignore=_IGNORE)
+    return str(dst)
+
+
+def scons(cwd, *args, prelude="", check=True):
+    """Run SCons (this interpreter) in cwd; `prelude` is Python run first in
+    the same process (to inject faults)."""
+    cmd = [sys.executable, "-c", prelude + "\nimport sys\nfrom SCons.Script.Main import main\n"
+           "sys.exit(main())", *args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"scons {' '.join(args)} exited {proc.returncode}\n"
+                             f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def compiled(out):
+    """Objects compiled in a build log: `-o X.os ... -c` lines."""
+    return sorted(os.path.basename(m) for m in re.findall(r"-o (\S+\.os?) -c ", out))
+
+
+def linked(out, lib):
+    """The objects on the link line of `lib`, or None if it was not linked."""
+    for line in out.splitlines():
+        if re.search(rf"-o \S*{re.escape(lib)} ", line) and " -c " not in line:
+            return sorted(os.path.basename(t) for t in line.split() if t.endswith((".os", ".o")))
+    return None
+
+
+def report(out):
+    """The tool's report lines (without the `autograd_functions: ` prefix)."""
+    return [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("autograd_functions: ")]
+
+
+def edit(path, old, new):
+    with open(path) as f:
+        text = f.read()
+    assert old in text, f"{old!r} not in {path}"
+    with open(path, "w") as f:
+        f.write(text.replace(old, new, 1))
+
+
+def tree(root, skip=(".autograd_manifest",)):
+    """relpath -> bytes of the generated sources under root."""
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            if n in skip or n.endswith((".os", ".o")):
+                continue
+            p = os.path.join(dirpath, n)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, root)] = f.read()
+    return out
