@@ -1,0 +1,90 @@
+"""Another SCons project uses the tool: loaded by `toolpath` from this repo,
+inside a sub-SConscript read with a (duplicating) `variant_dir`, building its
+own C++ library from its own code plus the generated Functions; then
+incrementally, one formula edit recompiling one object."""
+
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+from scons_helpers import REPO, compiled, edit, linked, report, scons
+
+SITE = os.path.join(REPO, "site_scons")
+
+SCONSTRUCT = f"""
+import sys
+sys.path.insert(0, {SITE!r})  # only for torch's flags; the tool comes by toolpath
+import torch_flags
+
+env = Environment(tools=["gcc", "g++", "gnulink", "ar"])
+env.SConsignFile("build/.sconsign")
+torch_flags.configure(env, "build/.torch.json")
+lib = SConscript("ext/SConscript", variant_dir="build/ext", exports="env")  # duplicate=1
+Default(lib)
+"""
+
+SCONSCRIPT = f"""
+Import("env")
+env = env.Clone()
+env.Tool("autograd_functions", toolpath=[{os.path.join(SITE, 'site_tools')!r}])
+functions = env.AutogradFunctions("gen", native_functions="spec/native_functions.yaml",
+                                  derivatives="spec/derivatives.yaml", namespace="host::grad")
+lib = env.SharedLibrary("hostops", functions + ["own.cpp"])
+Return("lib")
+"""
+
+NATIVE = """
+- func: host::scale(Tensor self, float alpha) -> Tensor
+  variants: function
+"""
+
+DERIVATIVES = """
+- name: scale(Tensor self, float alpha) -> Tensor
+  self: grad * alpha
+"""
+
+OWN = """
+// The host's own code, using a generated Function through its header.
+#include "functions/ScaleBackward0.h"
+
+#include <memory>
+#include <string>
+
+std::string host_function_name() { return std::make_shared<host::grad::ScaleBackward0>()->name(); }
+"""
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    root = tmp_path_factory.mktemp("host")
+    files = {"SConstruct": SCONSTRUCT, "ext/SConscript": SCONSCRIPT, "ext/own.cpp": OWN,
+             "ext/spec/native_functions.yaml": NATIVE, "ext/spec/derivatives.yaml": DERIVATIVES}
+    for rel, text in files.items():
+        os.makedirs(root / os.path.dirname(rel), exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text).lstrip())
+    return str(root)
+
+
+def test_host_project_builds_its_library_with_the_generated_functions(host):
+    out = scons(host, "-j2").stdout
+    assert compiled(out) == ["ScaleBackward0.os", "own.os"]
+    assert report(out)[0].startswith("build/ext/gen: 1 Functions: 1 regenerated")
+    gen = os.path.join(host, "build", "ext", "gen", "functions")
+    assert sorted(os.listdir(gen)) == ["ScaleBackward0.cpp", "ScaleBackward0.h", "ScaleBackward0.os"]
+    assert not os.path.exists(os.path.join(host, "ext", "gen"))  # nothing in the source tree
+    symbols = subprocess.run(["nm", "-DC", "--defined-only", os.path.join(host, "build", "ext", "libhostops.so")],
+                             capture_output=True, text=True).stdout
+    assert "host::grad::ScaleBackward0::apply(" in symbols and "host_function_name" in symbols
+
+
+def test_host_project_no_op_then_one_edit_recompiles_one_object(host):
+    out = scons(host, "-j2").stdout
+    assert compiled(out) == [] and "is up to date" in out
+    # The duplicating variant dir must not have deleted our generated files.
+    assert "0 regenerated, 1 unchanged, 0 removed; inputs unchanged" in report(out)[0]
+    edit(os.path.join(host, "ext", "spec", "derivatives.yaml"), "grad * alpha", "alpha * grad")
+    out = scons(host, "-j2").stdout
+    assert compiled(out) == ["ScaleBackward0.os"]  # own.os only includes the unchanged header
+    assert linked(out, "libhostops.so") == ["ScaleBackward0.os", "own.os"]
