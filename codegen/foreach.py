@@ -144,25 +144,36 @@ def derive_foreach_infos(infos: list[DifferentiabilityInfo], native: NativeSpec)
     by_schema: dict[str, dict[str, DifferentiabilityInfo]] = {}
     for i in infos:
         by_schema.setdefault(str(i.func.func), {})[i.dispatch_key] = i
-    # signature -> (signature schema, infos of the functional op); a later op
-    # with the same signature replaces an earlier one but keeps its position.
-    functional: dict[tuple, tuple[FunctionSchema, dict[str, DifferentiabilityInfo]]] = {}
-    non_functional: set[tuple] = set()
+    # Signatures include the base name, so only infos of one base name can
+    # share a signature or be the reference of one foreach op.
+    by_base: dict[str, list[dict[str, DifferentiabilityInfo]]] = {}
     for per_key in by_schema.values():
-        fs = next(iter(per_key.values())).func.func
-        if fs.kind() == FUNCTIONAL:
-            functional[_signature_key(fs)] = (fs.signature(), per_key)
-        else:
-            non_functional.add(_signature_key(fs))
+        by_base.setdefault(next(iter(per_key.values())).func.func.name.base, []).append(per_key)
+
+    def functional(base: str) -> list[tuple[FunctionSchema, dict[str, DifferentiabilityInfo]]]:
+        # signature -> infos of the functional op; a later op with the same
+        # signature replaces an earlier one but keeps its position.
+        out: dict[tuple, tuple[FunctionSchema, dict]] = {}
+        for per_key in by_base.get(base, ()):
+            fs = next(iter(per_key.values())).func.func
+            if fs.kind() == FUNCTIONAL:
+                out[_signature_key(fs)] = (fs.signature(), per_key)
+        return list(out.values())
+
+    def has_non_functional(f: NativeFunction) -> bool:
+        key = _signature_key(f.func)
+        return any(_signature_key(fs) == key for fs in
+                   (next(iter(pk.values())).func.func for pk in by_base.get(f.func.name.base, ()))
+                   if fs.kind() != FUNCTIONAL)
 
     out = []
     for f in sorted((f for f in native.functions if _is_foreach(f)), key=lambda f: api_name(f.func)):
         kind = f.func.kind()
         if kind == INPLACE or str(f.func) in by_schema:
             continue  # in-place ones reuse the reference's info; others have their own
-        if f.generated and (kind == OUT or _signature_key(f.func) in non_functional):
+        if f.generated and (kind == OUT or has_non_functional(f)):
             continue
-        ref = _reference(f, functional.values())
+        ref = _reference(f, functional(f.func.name.base[len("_foreach_"):]))
         if ref is not None:
             out.append(_Deriver(f, *ref).info())
     return out
