@@ -42,11 +42,15 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from .generate import load_op_infos
     from .writer import write_tree
 
+    try:
+        opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include), unity=args.unity)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     tty = sys.stderr.isatty() and not args.quiet
     t0 = time.perf_counter()
     infos = load_op_infos(args.native_functions, args.derivatives, args.tags)
     t1 = time.perf_counter()
-    opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include), unity=args.unity)
     files: dict[str, str] = {}
     for n, info in enumerate(infos, 1):
         files.update(render_op(info, opts))

@@ -216,3 +216,18 @@ def test_cli_spec_error_is_one_line(tmp_path):
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("kw", [dict(namespace="a b"), dict(namespace="::a"), dict(namespace="a::"),
+                                dict(namespace="torch::autograd::generated"), dict(unity=-1),
+                                dict(includes=("",)), dict(includes=("a.h\n#define X",))])
+def test_bad_options_fail_early(kw):
+    with pytest.raises(ValueError):
+        EmitOptions(**kw)
+
+
+def test_cli_bad_namespace_is_one_line(tmp_path):
+    r = run_generate("--native-functions", "nf.yaml", "--derivatives", "d.yaml", "--out", str(tmp_path / "o"),
+                     "--namespace", "torch::autograd::generated")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "libtorch's own" in r.stderr
+    assert not (tmp_path / "o").exists()

@@ -141,7 +141,7 @@ class _Op:
 
     def definitions(self, ns: str) -> str:
         op = self.op
-        sig = "".join(f", {t}{'&' if ref else ''} {n}" for t, n, ref in self.params)
+        sig = "".join(f",\n    {t}{'&' if ref else ''} {n}" for t, n, ref in self.params)
         args = "".join(", " + a for a in self.call_args)
         ind = lambda lines, k=2: [" " * k + x for x in lines]  # noqa: E731
         lock = ["std::lock_guard<std::mutex> lock(mutex_);"] if any(s.release for s in self.slots) else []
@@ -151,7 +151,8 @@ class _Op:
                "// The backward as a pure function of gradients and saved values, so that",
                "// compiled autograd can trace it.",
                f"static variable_list {op}_apply_functional(",
-               f"    variable_list&& grads, std::array<bool, {self.n}> needs_input_grad{sig}) {{",
+               "    variable_list&& grads,",
+               f"    std::array<bool, {self.n}> needs_input_grad{sig}) {{",
                "  SlotRanges gen;", *ind(self.ranges),
                "  variable_list grad_inputs(gen.size());",
                *ind(backward_body(self.info)),

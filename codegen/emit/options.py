@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_NAMESPACE_RE = re.compile(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*")
+LIBTORCH_NAMESPACE = "torch::autograd::generated"
 
 # The backward helpers PyTorch's own derivatives.yaml formulas call
 # (`handle_r_to_c`, `not_implemented`, ... in `details::`). Pass this as
@@ -21,3 +25,16 @@ class EmitOptions:
     includes: tuple[str, ...] = ()
     # 0: per-op TUs only; N > 0: also N unity bucket TUs.
     unity: int = 0
+
+    def __post_init__(self) -> None:
+        # Fail here, not in the C++ compiler.
+        if not _NAMESPACE_RE.fullmatch(self.namespace):
+            raise ValueError(f"namespace {self.namespace!r} is not a C++ namespace name like 'a::b'")
+        if self.namespace == LIBTORCH_NAMESPACE:
+            raise ValueError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
+                             f"would be defined twice; choose another")
+        if not isinstance(self.unity, int) or self.unity < 0:
+            raise ValueError(f"unity must be 0 (no buckets) or a positive count, not {self.unity!r}")
+        for h in self.includes:
+            if not h or any(c in h for c in "\n\r") or h.strip() != h:
+                raise ValueError(f"include {h!r} is not a header path")
