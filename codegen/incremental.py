@@ -269,7 +269,6 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
     if opts is None:
         from .emit.options import EmitOptions
         opts = EmitOptions()
-    render = render or default_renderer()
     inputs = _input_digests(native_functions, derivatives, tags)
     options, generator = options_json(opts), generator_version()
     mpath = os.path.join(out_dir, MANIFEST)
@@ -285,6 +284,7 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
     else:
         dirty = set()
 
+    render = render or default_renderer()  # imports yaml and the emitter: slow path only
     infos = render.load(native_functions, derivatives, tags)
     keys = [op_key(i, options, generator) for i in infos]  # op_infos checked names are unique
     return _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, opts,

@@ -69,7 +69,8 @@ def configure(env, cache_path):
     Include dirs go in as `-isystem` inside `$( $)`: out of the command
     signature (so absolute paths do not defeat a CacheDir shared across
     checkouts) and out of SCons's header scanner (thousands of torch headers
-    per TU would dominate a no-op build).  A torch upgrade still recompiles
+    per TU would dominate a no-op build); likewise torch's libraries are not
+    dependencies of the link.  A torch upgrade still recompiles and relinks
     everything: its version is a define, which is in the signature.
     """
     facts = torch_facts(cache_path)
@@ -83,7 +84,9 @@ def configure(env, cache_path):
         CPPDEFINES=[("_GLIBCXX_USE_CXX11_ABI", facts["abi"]),
                     "TORCH_API_INCLUDE_EXTENSION_H",
                     ("AUTOGRAD_EXT_TORCH_VERSION", facts["version"])],
-        LIBPATH=[libdir],
+        # -L outside LIBPATH: SCons would otherwise find libtorch_cpu.so (~0.5 GB)
+        # as a dependency of the link and hash it on every build (~1 s).
+        LINKFLAGS=["$(", f"-L{libdir}", "$)"],
         LIBS=["c10", "torch", "torch_cpu", "torch_python"],
         RPATH=[libdir],
     )

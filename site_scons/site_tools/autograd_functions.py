@@ -87,9 +87,9 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
         SCons.Script.Exit(2)
     if result.warning:
         sys.stderr.write(f"scons: warning: {result.warning}\n")
+    # Headers need no node here: the scanner creates them, in folders that
+    # are already marked not to duplicate.
     nodes = [_no_duplicate(out.File(r)) for r in result.sources]
-    for h in result.headers:
-        _no_duplicate(out.File(h))
     env.Clean(nodes, out)
     if not _reports:
         atexit.register(_print_reports)
