@@ -158,3 +158,11 @@ def test_dry_run_reports_and_writes_nothing(proj):
     assert "would be 1 regenerated" in report(out)[0]
     assert snapshot(path(proj, "build")) == before
     assert compiled(scons(proj, *ARGS).stdout) == ["ScaleBackward0.os"]
+
+
+def test_bad_tool_argument_is_one_line_error(proj):
+    edit(path(proj, "specs", "SConscript"), 'namespace="myops::autograd"', 'namespace="myops autograd"')
+    proc = scons(proj, *ARGS, check=False)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert proc.returncode == 2 and len(errors) == 1
+    assert "AutogradFunctions('gen'): namespace 'myops autograd' is not a C++ namespace" in errors[0]

@@ -64,11 +64,16 @@ def _no_duplicate(node):
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
                       namespace="autograd_ext::generated", unity=0, includes=[]):
     incremental, SpecError, EmitOptions = _codegen()
+    if isinstance(includes, str):
+        includes = [includes]
+    try:
+        opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
+                           unity=int(unity))
+    except ValueError as e:
+        _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
     out = _no_duplicate(env.Dir(outdir))
     for sub in ("functions", "unity"):
         _no_duplicate(out.Dir(sub))
-    opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
-                       unity=int(unity))
     paths = [_source_path(env, p) for p in (native_functions, derivatives, tags)]
     env.AppendUnique(CPPPATH=[out])
 
@@ -83,8 +88,7 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
     try:
         result = incremental.update(out.abspath, *paths, opts=opts, dry_run=dry)
     except SpecError as e:
-        sys.stderr.write(f"scons: *** {e}\n")
-        SCons.Script.Exit(2)
+        _fail(str(e))
     if result.warning:
         sys.stderr.write(f"scons: warning: {result.warning}\n")
     # Headers need no node here: the scanner creates them, in folders that
@@ -95,6 +99,12 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
         atexit.register(_print_reports)
     _reports.append((out, result, nodes, env))
     return nodes
+
+
+def _fail(message):
+    """One line, non-zero exit, before anything was written."""
+    sys.stderr.write(f"scons: *** {message}\n")
+    SCons.Script.Exit(2)
 
 
 def _recompiled(nodes, env):
