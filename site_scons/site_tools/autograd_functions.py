@@ -80,7 +80,8 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
     if SCons.Script.GetOption("clean"):
         # Do not generate just to delete: name what is there, remove it all.
         m, _ = incremental.read_manifest(os.path.join(out.abspath, incremental.MANIFEST))
-        nodes = [_no_duplicate(out.File(r)) for r in (m.sources if m else [])]
+        sources = m.sources if m else _on_disk(out.abspath)
+        nodes = [_no_duplicate(out.File(r)) for r in sources]
         env.Clean(nodes or [out], out)
         return nodes
 
@@ -99,6 +100,14 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
         atexit.register(_print_reports)
     _reports.append((out, result, nodes, env))
     return nodes
+
+
+def _on_disk(out_dir):
+    try:
+        names = os.listdir(os.path.join(out_dir, "functions"))
+    except OSError:
+        return []
+    return sorted(f"functions/{n}" for n in names if n.endswith(".cpp"))
 
 
 def _fail(message):
