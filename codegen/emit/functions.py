@@ -145,6 +145,7 @@ class _Op:
         args = "".join(", " + a for a in self.call_args)
         ind = lambda lines, k=2: [" " * k + x for x in lines]  # noqa: E731
         lock = ["std::lock_guard<std::mutex> lock(mutex_);"] if any(s.release for s in self.slots) else []
+        prepare = ind(self._unpacks() + self._needs_input_grad())  # shared by apply and apply_with_saved
         out = [GENERATED, self.source, "",
                f'#include "{op}.h"', '#include "../prelude_impl.h"', "",
                f"namespace {ns} {{", "",
@@ -167,7 +168,7 @@ class _Op:
                "#endif",
                "}", "",
                f"variable_list {op}::apply(variable_list&& grads) {{",
-               *ind(lock + self._unpacks() + self._needs_input_grad()),
+               *ind(lock), *prepare,
                f"  return {op}_apply_functional(std::move(grads), needs_input_grad{args});",
                "}", "",
                f"void {op}::compiled_args(CompiledNodeArgs& args) const {{",
@@ -187,7 +188,7 @@ class _Op:
                f"        saved.get_py_compiler(), name(), {op}_apply_functional_ivalue, schema);",
                "  }",
                "  PackedArgs packed_args;",
-               *ind(self._unpacks() + self._needs_input_grad()),
+               *prepare,
                "  packed_args.pack(needs_input_grad);",
                *(f"  packed_args.pack({a});" for a in self.call_args),
                "  auto output_result = compiled_autograd_apply_functional(",
