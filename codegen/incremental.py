@@ -30,7 +30,7 @@ import functools
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import xxhash
 
@@ -225,14 +225,12 @@ class Result:
     out_dir: str
     ops: list[str]                 # emission order
     sources: list[str]             # relpaths to compile
-    headers: list[str]             # relpaths of every generated header
     regenerated: list[str] = field(default_factory=list)   # ops with a file rewritten
     removed: list[str] = field(default_factory=list)
     reasons: dict = field(default_factory=dict)   # op -> why it was (re)rendered or removed
     keys: dict = field(default_factory=dict)      # op -> key
     parsed: bool = False           # False: the manifest fast path, no YAML read
     warning: Optional[str] = None  # a distrusted manifest
-    shared_written: list[str] = field(default_factory=list)
     dry_run: bool = False
 
     @property
@@ -275,18 +273,16 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
     old, problem = read_manifest(mpath)
     warning = f"ignoring {mpath}: {problem}; regenerating from scratch" if problem else None
 
-    if old is not None and (old.inputs, old.generator, old.options) == (inputs, generator, options):
-        dirty = _dirty_files(out_dir, old)
-        if not dirty:  # the fast path: nothing to parse, nothing to write
-            return Result(out_dir, [k.op for k in old.ops], list(old.sources),
-                          sorted(r for r in old.files if r.endswith(".h")),
-                          keys={k.op: k.key for k in old.ops})
-    else:
-        dirty = set()
+    dirty = _dirty_files(out_dir, old) if old is not None else set()
+    if old is not None and not dirty and \
+            (old.inputs, old.generator, old.options) == (inputs, generator, options):
+        # The fast path: nothing to parse, nothing to write.
+        return Result(out_dir, [k.op for k in old.ops], list(old.sources),
+                      keys={k.op: k.key for k in old.ops})
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
     infos = render.load(native_functions, derivatives, tags)
-    keys = [op_key(i, options, generator) for i in infos]  # op_infos checked names are unique
+    keys = [op_key(i, options, generator) for i in infos]
     return _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, opts,
                   render, dry_run, warning)
 
@@ -319,13 +315,13 @@ def _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, 
     old_by_entry = {(k.entry, k.native): k.op for k in old.ops} if old else {}
     dirty_ops = {old.files.get(r) for r in dirty} if old else set()
     ops = [k.op for k in keys]
-    live = set(ops)
+    live = set(ops)  # op_infos checked that names are unique
 
     # Render in memory first: an emission error must leave the tree as it was.
     reasons, files, owner = {}, {}, {}
     for info, k in zip(infos, keys):
         why = _why(k, old_keys, old_by_entry, old, options, generator, dirty_ops)
-        if why is None and old is not None:
+        if why is None:  # up to date: keep what the manifest says it owns
             for rel in (r for r, o in old.files.items() if o == k.op):
                 owner[rel] = k.op
             continue
@@ -341,10 +337,9 @@ def _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, 
     for op in removed:
         reasons[op] = "no longer in the specs"
 
-    result = Result(out_dir, ops, _sources(owner, ops, opts),
-                    sorted(r for r in owner if r.endswith(".h")),
-                    removed=removed, reasons=reasons, keys={k.op: k.key for k in keys},
-                    parsed=True, warning=warning, dry_run=dry_run)
+    result = Result(out_dir, ops, _sources(owner, ops, opts), removed=removed, reasons=reasons,
+                    keys={k.op: k.key for k in keys}, parsed=True, warning=warning,
+                    dry_run=dry_run)
     if dry_run:
         result.regenerated = [op for op in ops if op in reasons and
                               any(_differs(out_dir, r, t) for r, t in files.items() if owner[r] == op)]
@@ -353,8 +348,7 @@ def _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, 
     _unlink(mpath)  # from here until the new manifest, the tree is "unknown"
     written = write_files(out_dir, files)
     result.regenerated = [op for op in ops if any(owner.get(r) == op for r in written)]
-    result.shared_written = [r for r in written if owner.get(r) == ""]
-    _prune(out_dir, live, owner)
+    _prune(out_dir, owner)
     stats = {rel: _stat(os.path.join(out_dir, rel)) for rel in owner}
     missing = [rel for rel, st in stats.items() if st is None]
     if missing:  # an op we thought up to date lost a file under us: next run fixes it
@@ -390,7 +384,7 @@ def write_files(out_dir: str, files: dict) -> list[str]:
     return sorted(write_tree(out_dir, files, prune=False).written)
 
 
-def _prune(out_dir: str, live: set, owner: dict) -> None:
+def _prune(out_dir: str, owner: dict) -> None:
     """Delete what no live op or bucket owns in the owned folders: files of
     removed ops (sources, headers, objects alike) and stray temporaries."""
     keep: dict = {}

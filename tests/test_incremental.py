@@ -208,6 +208,16 @@ def test_output_deleted_or_edited_behind_our_back_is_regenerated(specs):
     assert tree_bytes(specs.out) == tree_bytes(fresh.out)
 
 
+def test_output_edited_while_specs_changed_is_regenerated_too(specs):
+    with open(os.path.join(specs.out, "functions", "MulBackward1.cpp"), "a") as f:
+        f.write("// hand edit\n")
+    specs.edit("d", "self: grad * alpha", "self: grad * alpha * 2")
+    r = specs.update()
+    assert r.reasons == {"MulBackward1": "output missing or modified on disk",
+                         "ScaleBackward0": "derivatives entry changed"}
+    assert sorted(r.regenerated) == ["MulBackward1", "ScaleBackward0"]
+
+
 def test_yaml_error_leaves_outputs_and_manifest_untouched(specs):
     before = specs.snapshot()
     good = open(specs.d).read()
