@@ -16,6 +16,7 @@ import pytest
 from codegen import incremental
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
+from scons_helpers import tree
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(REPO, "specs")
@@ -205,7 +206,7 @@ def test_output_deleted_or_edited_behind_our_back_is_regenerated(specs):
     assert set(r.reasons.values()) == {"output missing or modified on disk"}
     fresh = Specs(specs.root / "fresh", like=specs)
     fresh.update()
-    assert tree_bytes(specs.out) == tree_bytes(fresh.out)
+    assert tree(specs.out) == tree(fresh.out)
 
 
 def test_output_edited_while_specs_changed_is_regenerated_too(specs):
@@ -264,16 +265,6 @@ def test_unity_sources_are_the_buckets(specs):
     assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
 
 
-def tree_bytes(root):
-    out = {}
-    for dirpath, _, names in os.walk(root):
-        for n in names:
-            p = os.path.join(dirpath, n)
-            if n != incremental.MANIFEST:
-                out[os.path.relpath(p, root)] = open(p, "rb").read()
-    return out
-
-
 KILLER = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
@@ -302,7 +293,7 @@ def test_sigkill_mid_generation_then_update_equals_clean_build(specs, after):
     assert r.parsed == (after < 3)
     fresh = Specs(specs.root / "fresh", like=specs)
     fresh.update()
-    assert tree_bytes(specs.out) == tree_bytes(fresh.out)
+    assert tree(specs.out) == tree(fresh.out)
     assert not specs.update().parsed
 
 

@@ -13,8 +13,9 @@ headers are found by SCons's C scanner through `outdir` (added to CPPPATH).
     env.SharedLibrary('ext', cpps + ['module.cpp'])
 
 Options: `--autograd-explain=OP` (or `AUTOGRAD_EXPLAIN=OP[,OP...]` on the
-command line or in the environment) says why OP was or was not regenerated.  `-c` removes the generated folder, `-n`
-reports what would be regenerated without writing.
+command line or in the environment) says why OP was or was not regenerated.
+`-c` removes the generated folder; `-n` reports what would be regenerated
+without writing anything.
 """
 
 import atexit
@@ -26,7 +27,7 @@ import SCons.Node
 import SCons.Script
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_reports = []          # (outdir, Result, cpp nodes), printed at exit
+_reports = []          # (outdir, Result, cpp nodes, env), printed at exit
 _option_added = False
 
 
