@@ -37,9 +37,9 @@ def _count(text: str) -> int:
 def _cmd_generate(args: argparse.Namespace) -> int:
     import time
 
-    from .emit.functions import render_op, render_shared
+    from .emit.functions import render_shared
     from .emit.options import EmitOptions
-    from .generate import load_op_infos
+    from .generate import load_units, render_unit
     from .writer import write_tree
 
     try:
@@ -49,14 +49,15 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         return 2
     tty = sys.stderr.isatty() and not args.quiet
     t0 = time.perf_counter()
-    infos = load_op_infos(args.native_functions, args.derivatives, args.tags)
+    units = load_units(args.native_functions, args.derivatives, args.tags)
     t1 = time.perf_counter()
     files: dict[str, str] = {}
-    for n, info in enumerate(infos, 1):
-        files.update(render_op(info, opts))
+    for n, unit in enumerate(units, 1):
+        files.update(render_unit(unit, opts))
         if tty and n % 100 == 0:
-            print(f"\rrendered {n}/{len(infos)} Functions", end="", file=sys.stderr, flush=True)
-    ops = [i.op for i in infos]
+            print(f"\rrendered {n}/{len(units)} units", end="", file=sys.stderr, flush=True)
+    ops = [u.op for u in units if "::" not in u.op]  # Functions, not op kernels
+    kernels = sum(1 for p in files if p.startswith("ops/"))
     files.update(render_shared(ops, opts))
     t2 = time.perf_counter()
     report = write_tree(args.out, files)
@@ -68,14 +69,15 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     written = {op_of(r) for r in report.written} - {None}
     removed = {op_of(r) for r in report.removed} - {None} - set(ops)
-    shared = sum(1 for r in report.written if op_of(r) is None)
+    shared = sum(1 for r in report.written if op_of(r) is None and not r.startswith("ops/"))
     if tty:
         print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
     if not args.quiet:
         print(f"loaded specs in {t1 - t0:.2f} s, rendered {len(files)} files in {t2 - t1:.2f} s, "
               f"wrote in {t3 - t2:.2f} s", file=sys.stderr)
     print(f"{len(ops)} Functions: {len(written)} written, {len(ops) - len(written)} unchanged, "
-          f"{len(removed)} removed (shared files: {shared} written)")
+          f"{len(removed)} removed (shared files: {shared} written"
+          + (f"; {kernels} op kernels" if kernels else "") + ")")
     return 0
 
 

@@ -39,7 +39,7 @@ FORMAT = 1
 _MAGIC = "autograd-functions-manifest"
 # Subfolders whose every file belongs to one op or bucket (by file stem):
 # anything else there (removed ops, their objects, temporaries) is pruned.
-_OWNED_DIRS = ("functions", "unity")
+_OWNED_DIRS = ("functions", "unity", "ops")
 # Fields that locate an entry for messages but never reach the generated text
 # (tests/test_incremental.py checks that render_op ignores them), so that
 # inserting an entry does not re-key every entry below it.
@@ -282,6 +282,8 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
     infos = render.load(native_functions, derivatives, tags)
+    if not getattr(opts, "kernels", True):
+        infos = [i for i in infos if not _is_kernel(i.op)]
     keys = [op_key(i, options, generator) for i in infos]
     return _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, opts,
                   render, dry_run, warning)
@@ -329,7 +331,7 @@ def _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, 
         for rel, text in render.op(info, opts).items():
             files[rel] = text
             owner[rel] = k.op
-    shared = render.shared(ops, opts)
+    shared = render.shared([op for op in ops if not _is_kernel(op)], opts)
     for rel in shared:
         owner[rel] = ""
     files.update(shared)
@@ -361,8 +363,11 @@ def _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, 
 def _sources(owner: dict, ops: Sequence[str], opts: Any) -> list[str]:
     """What to compile: the per-op TUs, or the unity buckets if asked for."""
     if getattr(opts, "unity", 0):
+        # Buckets hold the Functions; op kernels stay one TU each.
         return sorted(r for r, o in owner.items() if o == "" and r.startswith("unity/")
-                      and r.endswith(".cpp"))
+                      and r.endswith(".cpp")) + \
+            [r for op in ops if _is_kernel(op) for r in sorted(k for k, o in owner.items() if o == op)
+             if r.endswith(".cpp")]
     by_op: dict = {}
     for rel, op in owner.items():
         if op and rel.endswith(".cpp"):
@@ -417,8 +422,14 @@ class Renderer:
 
 def default_renderer() -> Renderer:
     from .emit import functions
-    from .generate import load_op_infos
-    return Renderer(load_op_infos, functions.render_op, functions.render_shared)
+    from .generate import load_units, render_unit
+    return Renderer(load_units, render_unit, functions.render_shared)
+
+
+def _is_kernel(op: str) -> bool:
+    # Units are Functions (`MulBackward0`) or op kernels (`myops::scale_`):
+    # see emit/kernels.py.  Inlined to keep the emitter off the fast path.
+    return "::" in op
 
 
 # ---------------------------------------------------------------- report
@@ -428,7 +439,9 @@ def report(result: Result) -> str:
     """One line: 'N Functions: a regenerated, b unchanged, c removed; why'."""
     n, a, c = len(result.ops), len(result.regenerated), len(result.removed)
     verb = "would be " if result.dry_run else ""
-    head = (f"{n} Functions: {verb}{a} regenerated, {result.unchanged} unchanged, "
+    kernels = sum(1 for op in result.ops if _is_kernel(op))
+    what = f"{n - kernels} Functions" + (f" + {kernels} op kernels" if kernels else "")
+    head = (f"{what}: {verb}{a} regenerated, {result.unchanged} unchanged, "
             f"{verb}{c} removed")
     if not result.parsed:
         return head + "; inputs unchanged (specs not parsed)"

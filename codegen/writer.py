@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 # Folders whose contents are all ours: pruning looks only there.
-GENERATED_DIRS = ("functions", "unity")
+GENERATED_DIRS = ("functions", "unity", "ops")
 _MARKER = b"// @generated"
 _TMP = ".tmp"
 

@@ -90,4 +90,10 @@ def configure(env, cache_path):
         LIBS=["c10", "torch", "torch_cpu", "torch_python"],
         RPATH=[libdir],
     )
+    # What a precompiled header of torch's headers must be rebuilt for (the
+    # autograd_functions tool's pch=True): SCons does not scan torch's
+    # headers, so this stands for them: torch's version and the sizes of its
+    # version file and core library (no path or mtime: a CacheDir stays
+    # shareable between identical installs).
+    env["AUTOGRAD_PCH_KEY"] = json.dumps([facts["version"]] + [s[1] for s in _stamp(root)[1:]])
     return facts

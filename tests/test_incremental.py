@@ -1,6 +1,6 @@
 """codegen.incremental without SCons: keys, manifest, fast path, crash safety.
 
-Each test generates the small example specs (specs/) into a temporary
+Each test generates the tiny test specs (tests/fixtures/tiny_ext) into a temporary
 folder and counts what a second update rewrites.
 """
 
@@ -19,7 +19,9 @@ from codegen.errors import SpecError
 from scons_helpers import tree
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLE = os.path.join(REPO, "specs")
+EXAMPLE = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
+# The op kernels have tests of their own (test_extension.py); these count Functions.
+FUNCTIONS_ONLY = EmitOptions(kernels=False)
 OPS = ["MulBackward0", "MulBackward1", "ScaleBackward0"]
 
 MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
@@ -47,7 +49,7 @@ class Specs:
         self.render = dataclasses.replace(base, load=load)
 
     def update(self, **kw):
-        return incremental.update(self.out, self.nf, self.d, None, kw.pop("opts", EmitOptions()),
+        return incremental.update(self.out, self.nf, self.d, None, kw.pop("opts", FUNCTIONS_ONLY),
                                   render=self.render, **kw)
 
     def edit(self, which, old, new):
@@ -241,10 +243,10 @@ def test_unknown_formula_name_error_is_located(specs):
 
 
 def test_options_and_generator_changes_rekey_everything(specs, monkeypatch):
-    r = specs.update(opts=EmitOptions(namespace="other::ns"))
+    r = specs.update(opts=EmitOptions(namespace="other::ns", kernels=False))
     assert sorted(r.regenerated) == OPS and set(r.reasons.values()) == {"options changed"}
     monkeypatch.setattr(incremental, "generator_version", lambda: "a different generator")
-    r = specs.update(opts=EmitOptions(namespace="other::ns"))
+    r = specs.update(opts=EmitOptions(namespace="other::ns", kernels=False))
     assert set(r.reasons.values()) == {"generator changed"} and r.regenerated == []
 
 
@@ -258,9 +260,9 @@ def test_dry_run_writes_nothing(specs):
 
 
 def test_unity_sources_are_the_buckets(specs):
-    r = specs.update(opts=EmitOptions(unity=2))
+    r = specs.update(opts=EmitOptions(unity=2, kernels=False))
     assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp"]
-    r = specs.update(opts=EmitOptions(unity=1))
+    r = specs.update(opts=EmitOptions(unity=1, kernels=False))
     assert r.sources == ["unity/bucket_0.cpp"]
     assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
 
@@ -276,7 +278,8 @@ def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
     if n[0] == {after}:
         os.kill(os.getpid(), signal.SIGKILL)
 os.replace = replace
-incremental.update({out!r}, {nf!r}, {d!r})
+from codegen.emit.options import EmitOptions
+incremental.update({out!r}, {nf!r}, {d!r}, opts=EmitOptions(kernels=False))
 """
 
 
@@ -301,19 +304,24 @@ def test_render_ignores_unkeyed_fields(specs):
     """Keys leave out file/line (so inserting an entry does not re-key the
     entries below it): that is only sound if the text ignores them too."""
     infos = specs.render.load(specs.nf, specs.d, None)
+    assert any("::" in i.op for i in infos)  # op kernels too
     for info in infos:
-        moved = dataclasses.replace(info, file="elsewhere.yaml", line=info.line + 100, entry={})
+        if "::" in info.op:  # an op kernel: its native function's location
+            moved = dataclasses.replace(info, func=dataclasses.replace(info.func, file="x", line=1))
+        else:
+            moved = dataclasses.replace(info, file="elsewhere.yaml", line=info.line + 100, entry={})
         assert specs.render.op(moved, EmitOptions()) == specs.render.op(info, EmitOptions())
         opts = incremental.options_json(EmitOptions())
         a = incremental.op_key(info, opts, "g")
-        b = incremental.op_key(dataclasses.replace(info, file="x", line=1), opts, "g")
-        assert a == b
+        relocated = moved if "::" in info.op else dataclasses.replace(info, file="x", line=1)
+        assert a == incremental.op_key(relocated, opts, "g")
 
 
 def test_keys_are_stable_across_processes(specs):
     code = ("import sys; sys.path.insert(0, %r)\n"
             "from codegen import incremental as i\n"
-            "r = i.update(%r, %r, %r)\n"
+            "from codegen.emit.options import EmitOptions\n"
+            "r = i.update(%r, %r, %r, opts=EmitOptions(kernels=False))\n"
             "print(sorted(r.keys.items()))") % (REPO, str(specs.root / "other"), specs.nf, specs.d)
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONHASHSEED=str(seed))).stdout for seed in (1, 2)}

@@ -13,7 +13,8 @@ import pytest
 
 from scons_helpers import FAKE_CXX, clone, compiled, edit, linked, report, scons, tree
 
-ARGS = ("-j2", f"CXX={FAKE_CXX}")
+TINY = ("tests", "fixtures", "tiny_ext")  # Functions only: counts stay about Functions
+ARGS = ("-j2", f"CXX={FAKE_CXX}", f"EXAMPLE={'/'.join(TINY)}")
 GEN = os.path.join("build", "example", "gen")
 LIB = "myops_ext.so"
 ALL_OBJECTS = ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os", "module.os"]
@@ -51,7 +52,7 @@ def test_noop_build_regenerates_and_recompiles_nothing(proj):
 
 def test_schema_edit_recompiles_only_the_matched_op(proj):
     for f in ("native_functions.yaml", "derivatives.yaml"):
-        edit(path(proj, "specs", f), "scale(Tensor self, float alpha) -> Tensor",
+        edit(path(proj, *TINY, f), "scale(Tensor self, float alpha) -> Tensor",
              "scale(Tensor self, float alpha, *, bool fast=False) -> Tensor")
     out = scons(proj, *ARGS).stdout
     assert compiled(out) == ["ScaleBackward0.os"]
@@ -61,10 +62,10 @@ def test_schema_edit_recompiles_only_the_matched_op(proj):
 
 
 def test_renumbering_recompiles_exactly_the_renamed_ops(proj):
-    edit(path(proj, "specs", "native_functions.yaml"), "- func: myops::mul.Scalar",
+    edit(path(proj, *TINY, "native_functions.yaml"), "- func: myops::mul.Scalar",
          "- func: myops::mul.int(Tensor self, int other) -> Tensor\n  variants: function\n\n"
          "- func: myops::mul.Scalar")
-    edit(path(proj, "specs", "derivatives.yaml"), MUL_SCALAR,
+    edit(path(proj, *TINY, "derivatives.yaml"), MUL_SCALAR,
          "- name: mul.int(Tensor self, int other) -> Tensor\n  self: grad * other\n\n" + MUL_SCALAR)
     out = scons(proj, *ARGS, "--autograd-explain=MulBackward2").stdout
     assert compiled(out) == ["MulBackward1.os", "MulBackward2.os"]
@@ -73,7 +74,7 @@ def test_renumbering_recompiles_exactly_the_renamed_ops(proj):
 
 
 def test_removed_entry_loses_its_files_and_leaves_the_link(proj):
-    edit(path(proj, "specs", "derivatives.yaml"), MUL_SCALAR, "")
+    edit(path(proj, *TINY, "derivatives.yaml"), MUL_SCALAR, "")
     out = scons(proj, *ARGS).stdout
     assert compiled(out) == []
     assert linked(out, LIB) == ["MulBackward0.os", "ScaleBackward0.os", "module.os"]
@@ -108,15 +109,15 @@ os.replace = _die_after
 
 
 def test_killed_generation_then_build_equals_clean_build(proj, tmp_path):
-    edit(path(proj, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
-    edit(path(proj, "specs", "derivatives.yaml"), "  self: grad * other\n  other:", "  self: other * grad\n  other:")
+    edit(path(proj, *TINY, "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
+    edit(path(proj, *TINY, "derivatives.yaml"), "  self: grad * other\n  other:", "  self: other * grad\n  other:")
     killed = scons(proj, *ARGS, prelude=KILL_AFTER_FIRST_WRITE, check=False)
     assert killed.returncode == -9
     out = scons(proj, *ARGS).stdout
     assert compiled(out) == ["MulBackward0.os", "ScaleBackward0.os"]
     clean = clone(tmp_path / "clean")
     for f in ("native_functions.yaml", "derivatives.yaml"):
-        shutil.copy(path(proj, "specs", f), path(clean, "specs", f))
+        shutil.copy(path(proj, *TINY, f), path(clean, *TINY, f))
     scons(clean, *ARGS)
     assert tree(path(proj, GEN)) == tree(path(clean, GEN))
     assert compiled(scons(proj, *ARGS).stdout) == []
@@ -128,7 +129,7 @@ def snapshot(root):
 
 
 def test_yaml_error_is_one_located_line_and_touches_nothing(proj):
-    d = path(proj, "specs", "derivatives.yaml")
+    d = path(proj, *TINY, "derivatives.yaml")
     good = open(d).read()
     edit(d, "  self: grad * alpha", "  self: [grad * alpha")
     before = snapshot(path(proj, "build"))
@@ -152,7 +153,7 @@ def test_clean_removes_generated_sources_then_build_restores_them(proj):
 
 
 def test_dry_run_reports_and_writes_nothing(proj):
-    edit(path(proj, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
+    edit(path(proj, *TINY, "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
     before = snapshot(path(proj, "build"))
     out = scons(proj, "-n", *ARGS).stdout
     assert "would be 1 regenerated" in report(out)[0]
@@ -161,7 +162,7 @@ def test_dry_run_reports_and_writes_nothing(proj):
 
 
 def test_bad_tool_argument_is_one_line_error(proj):
-    edit(path(proj, "specs", "SConscript"), 'namespace="myops::autograd"', 'namespace="myops autograd"')
+    edit(path(proj, *TINY, "SConscript"), 'namespace="myops::autograd"', 'namespace="myops autograd"')
     proc = scons(proj, *ARGS, check=False)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert proc.returncode == 2 and len(errors) == 1

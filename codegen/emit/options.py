@@ -25,6 +25,10 @@ class EmitOptions:
     includes: tuple[str, ...] = ()
     # 0: per-op TUs only; N > 0: also N unity bucket TUs.
     unity: int = 0
+    # Also generate, for every native function outside `aten`, its schema
+    # registration and Autograd kernel (emit/kernels.py): what an extension
+    # declaring its own ops needs.  ATen's are libtorch's own.
+    kernels: bool = True
 
     def __post_init__(self) -> None:
         # Fail here, not in the C++ compiler.

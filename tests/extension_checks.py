@@ -1,0 +1,111 @@
+"""Checks of the example extension's differentiable ops (specs/), run against
+the built library: `ops` is `torch.ops.myops` once it is loaded.  Used by
+tests/test_scons_example.py (not a test module itself)."""
+
+import pytest
+import torch
+from torch.autograd import gradcheck
+
+D = dict(dtype=torch.double)
+
+
+def leaf(*shape):
+    return torch.randn(*shape, **D).requires_grad_(True)
+
+
+def grads_of(fn, inputs):
+    """Gradients of sum(fn(inputs)) (of each tensor output) for each input."""
+    out = fn(*inputs)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    total = sum(o.sum() for o in outs if o.requires_grad)
+    return torch.autograd.grad(total, inputs)
+
+
+# op name -> (our call, the same computation with built-in ops, inputs)
+def cases(ops):
+    x, y, w, b = leaf(3, 4), leaf(4), leaf(4), leaf(4)
+    idx = torch.tensor([2, 0, 2])
+    mask = torch.rand(3, 4, **D)
+    return {
+        "bmul": (ops.bmul, torch.mul, (x, y), "BmulBackward0"),
+        "scale": (lambda a: ops.scale(a, 2.5), lambda a: a * 2.5, (x,), "ScaleBackward0"),
+        "row_sum": (ops.row_sum, lambda a: a.sum(-1), (x,), "RowSumBackward0"),
+        "affine": (ops.affine, lambda a, c, d: a * c + d, (x, w, b), "AffineBackward0"),
+        "affine_no_bias": (lambda a, c: ops.affine(a, c, None), lambda a, c: a * c, (x, w), "AffineBackward0"),
+        "stack_sum": (lambda a, c: ops.stack_sum([a, c]), lambda a, c: a + c, (x, leaf(3, 4)),
+                      "StackSumBackward0"),
+        "sincos_sign": (lambda a: ops.sincos_sign(a)[:2], lambda a: (a.sin(), a.cos()), (x,),
+                        "SincosSignBackward0"),
+        "sincos_sign_cos_only": (lambda a: ops.sincos_sign(a)[1], torch.cos, (x,), "SincosSignBackward0"),
+        "myexp": (ops.myexp, torch.exp, (x,), "MyexpBackward0"),
+        "gather_rows": (lambda a: ops.gather_rows(a, idx), lambda a: a.index_select(0, idx), (x,),
+                        "GatherRowsBackward0"),
+        "soft_clip": (lambda a: ops.soft_clip(a, 0.7), lambda a: (a * 0.7).tanh(), (x,), "SoftClipBackward0"),
+        "cube": (ops.cube, lambda a: a ** 3, (x,), "CubeBackward0"),
+        "masked_scale": (lambda a: ops.masked_scale(a, mask), lambda a: a * mask, (x,), "MaskedScaleBackward0"),
+    }
+
+
+CASE_NAMES = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign",
+              "sincos_sign_cos_only", "myexp", "gather_rows", "soft_clip", "cube", "masked_scale"]
+
+
+def check_gradcheck(ops, name):
+    fn, _, inputs, _ = cases(ops)[name]
+    assert gradcheck(fn, inputs, check_undefined_grad=True)
+
+
+def check_matches_builtin(ops, name):
+    fn, ref, inputs, op = cases(ops)[name]
+    out = fn(*inputs)
+    first = out[0] if isinstance(out, (tuple, list)) else out
+    assert first.grad_fn.name() == op
+    for ours, theirs in zip(grads_of(fn, inputs), grads_of(ref, inputs)):
+        torch.testing.assert_close(ours, theirs)
+
+
+def check_inplace_and_out(ops):
+    x = leaf(3, 4)
+    y = x * 1
+    ops.scale_(y, 3.0)
+    assert y.grad_fn.name() == "ScaleBackward0"
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full_like(x, 3.0))
+    assert gradcheck(lambda a: ops.scale_(a * 1, 1.5), (leaf(2, 3),))
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        ops.scale_(x, 2.0)
+    out = torch.empty(3, 4, **D)
+    r = ops.scale.out(x.detach(), 2.0, out=out)
+    assert r.data_ptr() == out.data_ptr()
+    torch.testing.assert_close(out, x.detach() * 2)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        ops.scale.out(x, 2.0, out=out)
+
+
+def check_saved_tensors_released(ops):
+    x = leaf(3, 4)
+    y = ops.myexp(x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+    z = ops.cube(x).sum()
+    z.backward(retain_graph=True)
+    z.backward()
+    torch.testing.assert_close(x.grad, torch.exp(x.detach()) + 2 * 3 * x.detach() ** 2)
+
+
+def check_no_graph_without_requires_grad(ops):
+    a, b = torch.randn(3, 4, **D), torch.randn(4, **D)
+    out = ops.bmul(a, b)
+    assert not out.requires_grad and out.grad_fn is None
+    # The mask is not differentiable: requiring grad on it alone builds nothing,
+    mask = torch.rand(3, 4, **D).requires_grad_(True)
+    assert ops.masked_scale(a, mask).grad_fn is None
+    # and next to a differentiable input it gets no gradient.
+    x = leaf(3, 4)
+    ops.masked_scale(x, mask).sum().backward()
+    assert mask.grad is None and x.grad is not None
+    # The integer output of sincos_sign does not require grad.
+    assert not ops.sincos_sign(x)[2].requires_grad
+    with torch.no_grad():
+        assert ops.myexp(x).grad_fn is None
