@@ -25,36 +25,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-TORCHGEN = """\
-import os, sys
-import torchgen
-from torchgen.api import cpp
-from torchgen.api.autograd import match_differentiability_info
-from torchgen.gen import parse_native_yaml
-from torchgen.packaged.autograd.gen_autograd_functions import gen_autograd_functions_lib
-from torchgen.packaged.autograd.load_derivatives import load_derivatives
-nf, tags, d, out = sys.argv[1:5]
-infos, _ = load_derivatives(d, nf, tags)
-fns = sorted(parse_native_yaml(nf, tags).native_functions, key=lambda f: cpp.name(f.func))
-match_differentiability_info(fns, infos)
-gen_autograd_functions_lib(out, infos, os.path.join(os.path.dirname(torchgen.__file__),
-                                                    "packaged", "autograd", "templates"))
-"""
-
-
-def spec_paths() -> tuple[str, str, str]:
-    import torchgen
-    packaged = os.path.join(os.path.dirname(torchgen.__file__), "packaged")
-    return (os.path.join(packaged, "ATen", "native", "native_functions.yaml"),
-            os.path.join(packaged, "ATen", "native", "tags.yaml"),
-            os.path.join(packaged, "autograd", "derivatives.yaml"))
+import _common
+from _common import TORCHGEN, spec_paths
 
 
 def commands(out: str) -> dict[str, list[str]]:
@@ -69,16 +44,10 @@ def commands(out: str) -> dict[str, list[str]]:
 
 def run_once(cmd: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one fresh child; raises if it fails."""
-    t = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = p.stderr.read()
-    p.stderr.close()
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        raise SystemExit(f"{cmd[:4]} failed ({p.returncode}):\n{err.decode(errors='replace')[-2000:]}")
-    return wall, usage.ru_maxrss / 1024   # Linux: KiB
+    w, m, rc, err = _common.run_once(cmd)
+    if rc != 0:
+        raise SystemExit(f"{cmd[:4]} failed ({rc}):\n{err}")
+    return w, m
 
 
 def count_files(root: str) -> int:

@@ -16,11 +16,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import run_once, spec_paths as real_spec_paths
 
 # torchgen's cost of producing the infos: only load_derivatives, no JSON.
 TORCHGEN_SNIPPET = """\
@@ -33,36 +31,6 @@ assert infos
 
 # Floor: interpreter startup + the one third-party import both sides need.
 FLOOR_SNIPPET = "import yaml"
-
-
-def real_spec_paths() -> tuple[str, str, str]:
-    # Same logic as tests/torchgen_reference.py, without importing tests/.
-    import torchgen
-
-    packaged = os.path.join(os.path.dirname(torchgen.__file__), "packaged")
-    native = os.path.join(packaged, "ATen", "native")
-    return (
-        os.path.join(native, "native_functions.yaml"),
-        os.path.join(native, "tags.yaml"),
-        os.path.join(packaged, "autograd", "derivatives.yaml"),
-    )
-
-
-def run_once(cmd: list[str]) -> tuple[float, float, int, str]:
-    """Run cmd once; return (wall seconds, peak RSS MiB, exit code, stderr tail)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    # Drain stderr before reaping (a full pipe would block the child), then
-    # reap with wait4 ourselves to get this child's own rusage.
-    err = proc.stderr.read()
-    proc.stderr.close()
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from re-waiting
-    rss_mib = ru.ru_maxrss / 1024  # Linux reports KiB
-    return wall, rss_mib, proc.returncode, err.decode(errors="replace")[-2000:]
 
 
 def summarize(walls: list[float], rss: list[float]) -> dict:
