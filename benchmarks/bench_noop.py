@@ -43,6 +43,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 from scons_helpers import clone  # noqa: E402
 
+from _common import python_executable_script  # noqa: E402
+
 GEN = os.path.join("build", "torch", "gen")
 
 PLAIN_SCONSTRUCT = """\
@@ -95,13 +97,9 @@ def fake_compiler(work: str) -> str:
     """tests/fakecxx.py as an executable of its own: SCons hashes the
     compiler binary as a dependency of every object, and hashing the Python
     interpreter would add a second to every run that g++ does not."""
-    path = os.path.join(work, "fakecxx")
     with open(os.path.join(REPO, "tests", "fakecxx.py")) as f:
         body = f.read().split("\n", 1)[1]
-    with open(path, "w") as f:
-        f.write(f"#!{sys.executable} -S\n" + body)
-    os.chmod(path, 0o755)
-    return path
+    return python_executable_script(os.path.join(work, "fakecxx"), body)
 
 
 def setup(work: str, cxx: str, jobs: int) -> dict[str, tuple[str, list[str]]]:
