@@ -343,13 +343,14 @@ def _apply(out_dir, mpath, infos, keys, old, dirty, inputs, generator, options, 
                     keys={k.op: k.key for k in keys}, parsed=True, warning=warning,
                     dry_run=dry_run)
     if dry_run:
-        result.regenerated = [op for op in ops if op in reasons and
-                              any(_differs(out_dir, r, t) for r, t in files.items() if owner[r] == op)]
+        differ = {owner[r] for r, t in files.items() if _differs(out_dir, r, t)}
+        result.regenerated = [op for op in ops if op in reasons and op in differ]
         return result
 
     _unlink(mpath)  # from here until the new manifest, the tree is "unknown"
     written = write_files(out_dir, files)
-    result.regenerated = [op for op in ops if any(owner.get(r) == op for r in written)]
+    written_by = {owner.get(r) for r in written}  # (a set: ops x files was 0.3 s on a cold run)
+    result.regenerated = [op for op in ops if op in written_by]
     _prune(out_dir, owner)
     stats = {rel: _stat(os.path.join(out_dir, rel)) for rel in owner}
     missing = [rel for rel, st in stats.items() if st is None]
