@@ -197,8 +197,8 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     same key and stats, nothing can need rebuilding, and the library is
     returned as a plain file without declaring the per-op graph: SCons then
     costs what an empty SConstruct costs.  Any difference, `-c`, `-n`, `-q`,
-    `--debug=explain` or a command-line target inside `outdir` declares the
-    whole graph as usual."""
+    `--debug=explain` or a command-line target other than the library
+    declares the whole graph as usual."""
     env.AppendUnique(CPPPATH=[_no_duplicate(env.Dir(outdir))])  # for the caller's own code
     env = env.Clone()  # the key must describe the environment the builders use
     nodes, result = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
@@ -213,7 +213,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     if result is not None and alias and targets and all(t == alias for t in targets):
         return SCons.Util.NodeList([])  # `scons generate`: the objects are not asked for
     key = None
-    if result is not None and _fast_path_allowed(env, out, result, pch):
+    if result is not None and _fast_path_allowed(env, result, lib_file):
         key = _library_key(env, out, lib_file, objects_rel, pch)
         if _stamp_matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
             _reports[-1].note = "library up to date since its last build: per-op graph not declared"
@@ -225,7 +225,8 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     lib = env.SharedLibrary(target, objects)
     env.Clean(lib, env.File(stamp_path))
     if result is not None and not SCons.Script.GetOption("no_exec"):
-        _unlink(stamp_path)  # from here until a successful build, no stamp
+        # An older stamp can stay: whatever this build changes changes the
+        # key (manifest) or the stats it records, so it cannot match again.
         if key is None and not env.get("SHLIBVERSION"):
             key = _library_key(env, out, lib_file, objects_rel, pch)
         if key is not None:
@@ -235,7 +236,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     return lib
 
 
-def _fast_path_allowed(env, out, result, pch):
+def _fast_path_allowed(env, result, lib_file):
     if result.parsed or env.get("SHLIBVERSION"):
         return False
     if not env.get("AUTOGRAD_LIBRARY_FASTPATH", True):
@@ -243,12 +244,11 @@ def _fast_path_allowed(env, out, result, pch):
     get = SCons.Script.GetOption
     if get("clean") or get("no_exec") or get("question") or "explain" in (get("debug") or []):
         return False
-    inside = out.abspath + os.sep
-    for t in SCons.Script.COMMAND_LINE_TARGETS:
-        p = os.path.abspath(str(t))
-        if p.startswith(inside) or p == out.abspath:
-            return False
-    return True
+    # Only for the default targets or the library itself: any other target
+    # (an object, an alias such as compile_commands) needs the graph.
+    launch = sys.modules["SCons.Script.SConscript"].launch_dir  # (the attribute is the function)
+    return all(os.path.normpath(os.path.join(launch, str(t))) == lib_file.abspath
+               for t in SCons.Script.COMMAND_LINE_TARGETS)
 
 
 _tool_digest = None
@@ -300,12 +300,6 @@ def _stat(path):
         return None
     return [st.st_size, st.st_mtime_ns]
 
-
-def _unlink(path):
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _stamp_matches(path, key, lib, out_dir, objects_rel):
