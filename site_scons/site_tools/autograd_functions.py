@@ -31,7 +31,6 @@ import os
 import sys
 
 import SCons.Action
-import SCons.Builder
 import SCons.Executor
 import SCons.Node
 import SCons.Script
