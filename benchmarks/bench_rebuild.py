@@ -572,6 +572,7 @@ class Bench:
                                          f"Functions generated\n    report: {rep['line']}")
                 self.record("cold", "ours_generate", wall=r.wall, sconscript=sconscript_phase(r.stdout),
                             regenerated=rep["regenerated"], removed=0)
+                self.log(f"  ours scons generate: {r.wall:.2f} s")
             elif side == "cli":
                 s = self.specs
                 r = run([sys.executable, "-m", "codegen", "generate", "--native-functions", s.nf,
@@ -580,6 +581,7 @@ class Bench:
                 if r.returncode:
                     raise SystemExit(f"bench_rebuild: python -m codegen generate failed:\n{r.stderr}")
                 self.record("cold", "ours_cli", wall=r.wall, rss_mib=r.rss_mib)
+                self.log(f"  ours python -m codegen generate: {r.wall:.2f} s")
             else:
                 out = os.path.join(tg, "torch", "csrc", "autograd", "generated")
                 os.makedirs(out)
@@ -589,6 +591,7 @@ class Bench:
                     compile_s = self.compile_functions_cpp(tg)
                 self.record("cold", "torchgen", wall=r.wall, rss_mib=r.rss_mib, changed=True,
                             compile_s=compile_s)
+                self.log(f"  torchgen: {r.wall:.2f} s")
         self.trash += [os.path.join(self.ours, build), tg, cli]
 
     def scenario(self, name: str, i: int) -> None:
