@@ -78,6 +78,7 @@ def standin():
     return spawn(cmd)
 
 
+start = time.time()
 t0 = time.perf_counter()
 if (KIND == "pch" and CFG.get("real_pch") != "0") or (KIND == "compile" and CFG["mode"] == "real") or \
         (KIND == "link" and all(is_elf(o) for o in INPUTS)):
@@ -89,7 +90,7 @@ else:
 seconds = time.perf_counter() - t0
 if CFG.get("log"):
     line = (f'{{"kind": "{KIND}", "out": "{OUT}", "real": {"true" if real else "false"}, '
-            f'"seconds": {seconds:.4f}, "rc": {rc}}}')
+            f'"start": {start:.4f}, "seconds": {seconds:.4f}, "rc": {rc}}}')
     fd = os.open(CFG["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.write(fd, (line + "\n").encode())
     os.close(fd)
