@@ -138,26 +138,30 @@ def test_generate_alias_generates_and_builds_nothing(tmp_path):
     assert os.path.exists(os.path.join(root, "build", "gen", "functions", "ScaleBackward0.cpp"))
 
 
-def test_pch_is_built_first_and_force_included(built, tmp_path):
-    root, pch = built
-    if pch != "PCH=1":
-        pytest.skip("the precompiled prelude only")
-    fresh = make(tmp_path / "fresh")
-    lines = run(fresh, "-j1", "PCH=1").splitlines()
+def test_pch_is_built_first_and_force_included(tmp_path):
+    root = make(tmp_path / "fresh")
+    lines = run(root, "-j1", "PCH=1").splitlines()
     gch = [i for i, line in enumerate(lines) if "-x c++-header" in line]
     objs = [i for i, line in enumerate(lines) if re.search(r"\.os -c ", line)]
     assert len(gch) == 1 and objs and gch[0] < min(objs)
     assert "-o build/gen/prelude_pch.h.gch" in lines[gch[0]] and "-include" not in lines[gch[0]]
     for i in objs:
         assert "-Winvalid-pch -include build/gen/prelude_pch.h" in lines[i]
-    with open(os.path.join(fresh, "build", "gen", "prelude_pch.h")) as f:
+    with open(os.path.join(root, "build", "gen", "prelude_pch.h")) as f:
         assert '#include "prelude_impl.h"' in f.read()
 
 
-def test_pch_key_change_rebuilds_the_pch_and_every_object(proj):
+@pytest.fixture
+def pch_proj(proj):
     root, pch = proj
     if pch != "PCH=1":
         pytest.skip("the precompiled prelude only")
+    return root, pch
+
+
+@pytest.mark.parametrize("built", ["1"], indirect=True, ids=["pch"])
+def test_pch_key_change_rebuilds_the_pch_and_every_object(pch_proj):
+    root, pch = pch_proj
     out = run(root, pch, "PCH_KEY=torch 2")
     assert any("-x c++-header" in line for line in out.splitlines())
     assert compiled(out) == OBJECTS
@@ -165,10 +169,9 @@ def test_pch_key_change_rebuilds_the_pch_and_every_object(proj):
     assert compiled(out) == [] and SKIPPED in out
 
 
-def test_an_edit_does_not_rebuild_the_pch(proj):
-    root, pch = proj
-    if pch != "PCH=1":
-        pytest.skip("the precompiled prelude only")
+@pytest.mark.parametrize("built", ["1"], indirect=True, ids=["pch"])
+def test_an_edit_does_not_rebuild_the_pch(pch_proj):
+    root, pch = pch_proj
     edit(os.path.join(root, "spec", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 3")
     out = run(root, pch)
     assert compiled(out) == ["ScaleBackward0.os"]
