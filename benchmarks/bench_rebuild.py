@@ -272,9 +272,35 @@ def scons_cmd(cwd: str, args: list[str]) -> list[str]:
     return [sys.executable, "-m", "SCons", *args]
 
 
-def scons(cwd: str, *args: str, check: bool = True) -> _common.Run:
+SETTLE = {"seconds": 5.0}  # --settle
+
+
+def timed(cmd: list[str], cwd: str = REPO, env: dict | None = None, settle: bool = False) -> _common.Run:
+    """_common.run, after flushing dirty pages: the writeback of what earlier
+    steps wrote (a 0.5 GB precompiled header, 711 objects) must not land on
+    the timed run, whichever side it is.  With `settle`, also wait a few
+    seconds: on this ext4, creating 1,425 files takes 0.15 s on a settled
+    file system and up to 0.9 s right after another run created as many
+    (the cold scenario, run after run)."""
+    os.sync()
+    if settle:
+        time.sleep(SETTLE["seconds"])
+    return run(cmd, cwd=cwd, env=child_env(env))
+
+
+def child_env(env: dict | None = None) -> dict:
+    """Python's default bytecode cache, even where PYTHONDONTWRITEBYTECODE is
+    set (as on our CI machines): torchgen is installed with its bytecode, our
+    generator runs from a checkout, and recompiling it in every process would
+    cost ours ~0.07 s a run that no user pays."""
+    env = dict(os.environ if env is None else env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def scons(cwd: str, *args: str, check: bool = True, settle: bool = False) -> _common.Run:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
-    r = run(scons_cmd(cwd, ["-Q", "--debug=time", *args]), cwd=cwd, env=env)
+    r = timed(scons_cmd(cwd, ["-Q", "--debug=time", *args]), cwd=cwd, env=env, settle=settle)
     if check and r.returncode != 0:
         raise SystemExit(f"bench_rebuild: scons {' '.join(args)} (in {cwd}) failed with exit "
                          f"{r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
@@ -443,7 +469,7 @@ class Bench:
             for i in range(reps):
                 c = list(cmd)
                 c[c.index("-o") + 1] = os.path.join(d, f"{TEMPLATE_OP}.{name}.os")
-                r = run(c, cwd=self.ours)
+                r = timed(c, cwd=self.ours)
                 if r.returncode != 0:
                     raise SystemExit(f"bench_rebuild: per-TU compile failed:\n{' '.join(c)}\n{r.stderr[-3000:]}")
                 if "invalid" in r.stderr and "pch" in r.stderr.lower():
@@ -464,9 +490,9 @@ class Bench:
 
     # -- one side each -----------------------------------------------------
 
-    def torchgen(self, out: str) -> _common.Run:
+    def torchgen(self, out: str, settle: bool = False) -> _common.Run:
         s = self.specs
-        r = run([sys.executable, "-c", TORCHGEN, s.nf, s.tags, s.d, out])
+        r = timed([sys.executable, "-c", TORCHGEN, s.nf, s.tags, s.d, out], settle=settle)
         if r.returncode != 0:
             raise SystemExit(f"bench_rebuild: torchgen failed:\n{r.stderr[-3000:]}")
         return r
@@ -480,7 +506,7 @@ class Bench:
         cmd[-1] = src
         cmd = [a for a in cmd if a != "-Ibuild/torch/gen"]
         cmd.insert(1, f"-I{root}")
-        r = run(cmd, cwd=self.ours)
+        r = timed(cmd, cwd=self.ours)
         if r.returncode != 0:
             raise SystemExit(f"bench_rebuild: compiling torchgen's Functions.cpp failed:\n{r.stderr[-3000:]}")
         self.log(f"  torchgen Functions.cpp compiled in {r.wall:.1f} s (peak RSS {r.rss_mib:.0f} MiB)")
@@ -568,7 +594,7 @@ class Bench:
         sides = ["ours", "cli", "torchgen"]
         for side in sides if i % 2 == 0 else sides[::-1]:
             if side == "ours":
-                r = scons(self.ours, *self.sargs, f"BUILD={build}", "generate")
+                r = scons(self.ours, *self.sargs, f"BUILD={build}", "generate", settle=True)
                 rep = parse_report(r.stdout)
                 if rep["regenerated"] != self.n_functions:
                     self.failures.append(f"cold generation: {rep['regenerated']} of {self.n_functions} "
@@ -578,9 +604,9 @@ class Bench:
                 self.log(f"  ours scons generate: {r.wall:.2f} s")
             elif side == "cli":
                 s = self.specs
-                r = run([sys.executable, "-m", "codegen", "generate", "--native-functions", s.nf,
+                r = timed([sys.executable, "-m", "codegen", "generate", "--native-functions", s.nf,
                          "--tags", s.tags, "--derivatives", s.d, "--out", cli, "--quiet",
-                         "--include", "torch/csrc/autograd/FunctionsManual.h"], cwd=self.ours)
+                         "--include", "torch/csrc/autograd/FunctionsManual.h"], cwd=self.ours, settle=True)
                 if r.returncode:
                     raise SystemExit(f"bench_rebuild: python -m codegen generate failed:\n{r.stderr}")
                 self.record("cold", "ours_cli", wall=r.wall, rss_mib=r.rss_mib)
@@ -588,7 +614,7 @@ class Bench:
             else:
                 out = os.path.join(tg, "torch", "csrc", "autograd", "generated")
                 os.makedirs(out)
-                r = self.torchgen(out)
+                r = self.torchgen(out, settle=True)
                 compile_s = None
                 if not self.quick and i < self.args.torchgen_compiles:
                     compile_s = self.compile_functions_cpp(tg)
@@ -679,7 +705,7 @@ class Bench:
                          "torchgen_compiles": 0 if self.quick else self.args.torchgen_compiles,
                          "functions": getattr(self, "n_functions", None),
                          "compile_command": " ".join(getattr(self, "compile_cmd", [])),
-                         "standin_only": self.args.standin_only}
+                         "standin_only": self.args.standin_only, "settle_s": self.args.settle}
         res["machine_end"] = machine()
         res["failures"] = self.failures
         return res
@@ -849,6 +875,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pch", dest="pch", action="store_false",
                     help="ours without the precompiled prelude (scons PCH=0)")
     ap.add_argument("--cxx", default="g++", help="the real compiler (default %(default)s)")
+    ap.add_argument("--settle", type=float, default=5.0, metavar="S",
+                    help="in the cold scenario, wait S seconds (after a sync) before each timed run, "
+                    "so that the file system has settled from the previous one (default %(default)s)")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS),
                     help=f"comma-separated subset of {','.join(SCENARIOS)}")
     ap.add_argument("--standin-only", action="store_true",
@@ -861,6 +890,7 @@ def main(argv=None) -> int:
     if args.standin_only and not args.quick:
         ap.error("--standin-only is a --quick option")
     out = args.out or (None if args.quick else "bench_rebuild_results")
+    SETTLE["seconds"] = args.settle
 
     start = machine()
     bench = Bench(args)
