@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -27,57 +28,37 @@ def _cmd_infos(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(text: str) -> int:
-    n = int(text)
-    if n < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return n
+def _unity(text: str):
+    from .layout import parse_unity
+    try:
+        return parse_unity(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     import time
 
-    from .emit.functions import render_shared
     from .emit.options import EmitOptions
-    from .generate import load_units, render_unit
-    from .writer import write_tree
+    from .incremental import Request, update
+    from .report import foreign_line, layout_line, report
 
     try:
-        opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include), unity=args.unity)
+        opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include),
+                           kernels=not args.no_kernels)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    tty = sys.stderr.isatty() and not args.quiet
     t0 = time.perf_counter()
-    units = load_units(args.native_functions, args.derivatives, args.tags)
-    t1 = time.perf_counter()
-    files: dict[str, str] = {}
-    for n, unit in enumerate(units, 1):
-        files.update(render_unit(unit, opts))
-        if tty and n % 100 == 0:
-            print(f"\rrendered {n}/{len(units)} units", end="", file=sys.stderr, flush=True)
-    ops = [u.op for u in units if "::" not in u.op]  # Functions, not op kernels
-    kernels = sum(1 for p in files if p.startswith("ops/"))
-    files.update(render_shared(ops, opts))
-    t2 = time.perf_counter()
-    report = write_tree(args.out, files)
-    t3 = time.perf_counter()
-
-    def op_of(rel: str):
-        d, _, name = rel.partition("/")
-        return name.split(".", 1)[0] if d == "functions" else None
-
-    written = {op_of(r) for r in report.written} - {None}
-    removed = {op_of(r) for r in report.removed} - {None} - set(ops)
-    shared = sum(1 for r in report.written if op_of(r) is None and not r.startswith("ops/"))
-    if tty:
-        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
+    result = update(args.out, args.native_functions, args.derivatives, args.tags,
+                    Request(opts, unity=args.unity, jobs=args.jobs))
+    if result.warning:
+        print(f"warning: {result.warning}", file=sys.stderr)
+    if result.foreign:
+        print(f"warning: {foreign_line(result)}", file=sys.stderr)
     if not args.quiet:
-        print(f"loaded specs in {t1 - t0:.2f} s, rendered {len(files)} files in {t2 - t1:.2f} s, "
-              f"wrote in {t3 - t2:.2f} s", file=sys.stderr)
-    print(f"{len(ops)} Functions: {len(written)} written, {len(ops) - len(written)} unchanged, "
-          f"{len(removed)} removed (shared files: {shared} written"
-          + (f"; {kernels} op kernels" if kernels else "") + ")")
+        print(f"generated in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    print(f"{args.out}: {report(result)}; {layout_line(result)}")
     return 0
 
 
@@ -92,13 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="write the C++ autograd Functions (one .h/.cpp per op)")
     _spec_args(gen)
     gen.add_argument("--out", required=True, metavar="DIR",
-                     help="output folder; only files whose content changed are rewritten, and "
-                          "stale generated files under functions/ and unity/ are deleted")
+                     help="output folder, kept up to date incrementally as the SCons tool keeps "
+                          "it (a manifest records what was generated from what)")
     gen.add_argument("--namespace", default="autograd_ext::generated", metavar="NS",
                      help="C++ namespace of the classes (default: %(default)s); not libtorch's own "
                           "torch::autograd::generated")
-    gen.add_argument("--unity", type=_count, default=0, metavar="N",
-                     help="also write N unity TUs unity/bucket_<i>.cpp (default: 0, none)")
+    gen.add_argument("--unity", type=_unity, default=None, metavar="N|auto",
+                     help="compile layout: N unity buckets unity/bucket_<i>.cpp, 0 for one TU per "
+                          "unit, auto (default) for a count from the number of units and --jobs")
+    gen.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                     help="parallel compiles the layout is for (default: the CPU count)")
+    gen.add_argument("--no-kernels", action="store_true",
+                     help="no registration or Autograd kernels for the ops outside aten")
     gen.add_argument("--include", action="append", default=[], metavar="HEADER",
                      help="header with helpers the formulas call, included by every definition TU "
                           "(repeatable); for PyTorch's own specs: torch/csrc/autograd/FunctionsManual.h")
@@ -113,6 +99,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.run(args)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        from .errors import os_error_line
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -20,3 +20,24 @@ class SpecError(Exception):
             where += f":{self.line}"
         entry = f" entry '{self.entry}':" if self.entry else ""
         return f"{where}:{entry} {self.message}"
+
+
+# What to do about the environment failures a build meets (errno name -> hint).
+_OS_HINTS = {
+    "ENOSPC": "free some space and build again",
+    "EDQUOT": "free some space and build again",
+    "EACCES": "make the folder writable, or build into another one (BUILD=...)",
+    "EPERM": "make the folder writable, or build into another one (BUILD=...)",
+    "EROFS": "the file system is read-only: build into another folder (BUILD=...)",
+    "ENAMETOOLONG": "shorten the name or the build folder's path",
+}
+
+
+def os_error_line(e: OSError) -> str:
+    """An OSError met while writing outputs, as one line with what to do."""
+    import errno
+    name = errno.errorcode.get(e.errno or 0, "")
+    where = e.filename if e.filename is not None else ""
+    hint = _OS_HINTS.get(name, "")
+    text = f"{where}: {e.strerror or e}" if where else f"{e.strerror or e}"
+    return text + (f" ({hint}; what was generated before is kept)" if hint else "")

@@ -1,4 +1,5 @@
-"""Writing generated files: atomically, and only what changed.
+"""Writing generated files: atomically, only what changed, and pruning only
+what is ours.
 
 A file whose bytes are unchanged keeps its mtime, so builds that compare
 timestamps see nothing to do; a changed file is written to a temporary in
@@ -10,18 +11,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Iterable, Optional
 
-# Folders whose contents are all ours: pruning looks only there.
-GENERATED_DIRS = ("functions", "unity", "ops")
-_MARKER = b"// @generated"
+MARKER = b"// @generated"
 _TMP = ".tmp"
-
-
-@dataclass(frozen=True)
-class WriteReport:
-    written: list[str] = field(default_factory=list)    # relative paths, sorted
-    unchanged: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
+# What a compiler makes of a generated TU next to it: removed with the TU.
+OBJECT_SUFFIXES = (".o", ".os", ".obj", ".d", ".gch")
 
 
 def _path(out_dir: str, rel: str) -> str:
@@ -31,7 +26,16 @@ def _path(out_dir: str, rel: str) -> str:
     return os.path.join(out_dir, *parts)
 
 
-def _same(path: str, data: bytes) -> bool:
+def stat_of(path: str) -> Optional[list]:
+    """[size, mtime_ns], or None if there is nothing (readable) there."""
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError):
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def same_bytes(path: str, data: bytes) -> bool:
     try:
         if os.stat(path).st_size != len(data):
             return False
@@ -56,26 +60,14 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-def _is_generated(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(_MARKER)) == _MARKER
-    except OSError:
-        return False
-
-
-def write_tree(out_dir: str, files: dict[str, str], *, prune: bool = True) -> WriteReport:
-    """Write `files` (relative path -> text) under out_dir.  With prune,
-    also delete from functions/ and unity/ what `files` no longer has:
-    files we generated (they carry the @generated marker) and stray
-    temporaries.  Nothing else is ever deleted."""
-    written, unchanged = [], []
+def write_files(out_dir: str, files: dict[str, str]) -> list[str]:
+    """Write each file whose bytes differ; return those written, sorted."""
+    written = []
     made: set[str] = set()
     for rel in sorted(files):
         path = _path(out_dir, rel)
         data = files[rel].encode("utf-8")
-        if _same(path, data):
-            unchanged.append(rel)
+        if same_bytes(path, data):
             continue
         d = os.path.dirname(path)
         if d not in made:
@@ -83,23 +75,44 @@ def write_tree(out_dir: str, files: dict[str, str], *, prune: bool = True) -> Wr
             made.add(d)
         write_atomic(path, data)
         written.append(rel)
-    removed = _prune(out_dir, files) if prune else []
-    return WriteReport(written, unchanged, removed)
+    return written
 
 
-def _prune(out_dir: str, files: dict[str, str]) -> list[str]:
-    removed = []
-    for d in GENERATED_DIRS:
+def _is_generated(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MARKER)) == MARKER
+    except OSError:
+        return False
+
+
+@dataclass
+class Pruned:
+    removed: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)   # not ours: left alone
+
+
+def prune(out_dir: str, folders: Iterable[str], keep: set, ours: set) -> Pruned:
+    """In `folders`, delete what is not in `keep` but is ours: listed in
+    `ours` (what the last manifest owned), marked as generated, one of our
+    temporaries, or a compiler output of one of those.  Anything else is
+    somebody's own file: reported, never deleted."""
+    out = Pruned()
+    for d in folders:
         try:
             names = sorted(os.listdir(os.path.join(out_dir, d)))
         except (FileNotFoundError, NotADirectoryError):
             continue
+        stems = {r.rsplit("/", 1)[-1].split(".", 1)[0] for r in ours | keep if r.startswith(d + "/")}
         for name in names:
-            rel = f"{d}/{name}"
-            path = os.path.join(out_dir, d, name)
-            if rel in files or not os.path.isfile(path):
+            rel, path = f"{d}/{name}", os.path.join(out_dir, d, name)
+            if rel in keep or not os.path.isfile(path):
                 continue
-            if name.endswith(_TMP) or _is_generated(path):
+            mine = (rel in ours or name.endswith(_TMP) or _is_generated(path)
+                    or (name.endswith(OBJECT_SUFFIXES) and name.split(".", 1)[0] in stems))
+            if not mine:
+                out.foreign.append(rel)
+            elif not (name.endswith(OBJECT_SUFFIXES) and f"{d}/{name.split('.', 1)[0]}.cpp" in keep):
                 os.unlink(path)
-                removed.append(rel)
-    return removed
+                out.removed.append(rel)
+    return out

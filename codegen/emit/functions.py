@@ -1,13 +1,11 @@
 """Per-op C++ for autograd Functions: one header and one TU per class, plus
-the shared files (preludes, umbrella header, unity buckets).
+the shared files (preludes, umbrella header).
 
 Layout under the output folder:
   prelude.h, prelude_impl.h   shared headers (see prelude.py)
   Functions.h                 umbrella: every op header, sorted
   functions/<Op>.h, .cpp      one Function; the .cpp includes only its own
                               header and prelude_impl.h, never the umbrella
-  unity/bucket_<i>.cpp        with unity=N: N TUs including the per-op .cpp
-                              files, an op's bucket fixed by a hash of its name
 
 Everything here is a pure function of its arguments: same infos and options,
 same bytes.
@@ -16,8 +14,6 @@ same bytes.
 from __future__ import annotations
 
 from typing import Iterable, Sequence
-
-import xxhash
 
 from ..api.autograd import DifferentiabilityInfo
 from ..api.cpp import TENSOR_LIST_LIKE
@@ -36,23 +32,8 @@ def op_infos(infos: Iterable[DifferentiabilityInfo],
     """The infos that become classes, in emission order: those of `infos`
     with an op (load order), then `foreach_infos` (from
     `derive_foreach_infos`; passing them inside `infos` works as well).
-
-    Raises SpecError if two would write the same files."""
-    out = [i for i in infos if i.op] + [i for i in foreach_infos if i.op]
-    seen: dict[str, DifferentiabilityInfo] = {}
-    for i in out:
-        key = i.op.lower()  # files must not clash on case-insensitive filesystems
-        prev = seen.get(key)
-        if prev is not None:
-            raise SpecError(f"Function name '{i.op}' clashes with '{prev.op}' (from '{prev.func.func}')",
-                            i.file or None, i.line or None, str(i.func.func))
-        seen[key] = i
-    return out
-
-
-def bucket_of(op: str, n: int) -> int:
-    """The unity bucket of an op: depends on its name only."""
-    return xxhash.xxh64_intdigest(op.encode()) % n
+    File-name clashes are checked over every unit: units.check_file_names."""
+    return [i for i in infos if i.op] + [i for i in foreach_infos if i.op]
 
 
 # ------------------------------------------------------------ one op
@@ -214,22 +195,12 @@ def render_op(info: DifferentiabilityInfo, opts: EmitOptions) -> dict[str, str]:
 
 
 def render_shared(ops: Sequence[str], opts: EmitOptions) -> dict[str, str]:
-    """The preludes, the umbrella `Functions.h` and, with opts.unity = N > 0,
-    `unity/bucket_0.cpp` .. `bucket_<N-1>.cpp` (empty ones included, so
-    the file set depends on N only)."""
-    names = sorted(ops)
+    """The preludes and the umbrella `Functions.h` (the unity buckets are the
+    compile layout's: see layout.py)."""
     files = render_preludes(opts)
     files["Functions.h"] = "\n".join(
         [GENERATED, "// Every generated autograd Function.", "#pragma once", "", '#include "prelude.h"', ""]
-        + [f'#include "functions/{op}.h"' for op in names] + [""])
-    if opts.unity > 0:
-        buckets: list[list[str]] = [[] for _ in range(opts.unity)]
-        for op in names:
-            buckets[bucket_of(op, opts.unity)].append(op)
-        for i, members in enumerate(buckets):
-            files[f"unity/bucket_{i}.cpp"] = "\n".join(
-                [GENERATED, f"// Unity TU {i} of {opts.unity}: {len(members)} Functions.", ""]
-                + [f'#include "../functions/{op}.cpp"' for op in members] + [""])
+        + [f'#include "functions/{op}.h"' for op in sorted(ops)] + [""])
     return files
 
 

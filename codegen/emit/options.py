@@ -23,8 +23,6 @@ class EmitOptions:
     # Extra headers for the formulas' helpers, included (in this order) by
     # every definition TU through the shared definitions prelude.
     includes: tuple[str, ...] = ()
-    # 0: per-op TUs only; N > 0: also N unity bucket TUs.
-    unity: int = 0
     # Also generate, for every native function outside `aten`, its schema
     # registration and Autograd kernel (emit/kernels.py): what an extension
     # declaring its own ops needs.  ATen's are libtorch's own.
@@ -37,8 +35,6 @@ class EmitOptions:
         if self.namespace == LIBTORCH_NAMESPACE:
             raise ValueError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
                              f"would be defined twice; choose another")
-        if not isinstance(self.unity, int) or self.unity < 0:
-            raise ValueError(f"unity must be 0 (no buckets) or a positive count, not {self.unity!r}")
         for h in self.includes:
             if not h or any(c in h for c in "\n\r") or h.strip() != h:
                 raise ValueError(f"include {h!r} is not a header path")

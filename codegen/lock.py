@@ -1,0 +1,54 @@
+"""An exclusive lock on an output folder, so that two builds never interleave.
+
+`fcntl.flock` on `<out>/.autograd_lock`: the kernel drops it when the
+process exits, however it exits, so a killed build never leaves a stale
+lock.  The holder's pid is written into the file only to name it to a
+waiting build.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from typing import Callable, Optional
+
+LOCK = ".autograd_lock"
+_held: dict[str, int] = {}   # folder -> fd, for the life of the process
+
+
+def lock_folder(out_dir: str, wait: bool = True,
+                say: Optional[Callable[[str], None]] = None) -> None:
+    """Hold the folder's lock until the process exits.  If another process
+    holds it: say so and wait, or (wait=False) raise BlockingIOError with
+    a message naming it."""
+    out_dir = os.path.abspath(out_dir)
+    if out_dir in _held:
+        return
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, LOCK)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = _holder(fd)
+            message = f"{out_dir} is being built by another process{other}"
+            if not wait:
+                raise BlockingIOError(f"{message}; try again when it has finished") from None
+            if say:
+                say(f"{message}: waiting for it to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    _held[out_dir] = fd
+
+
+def _holder(fd: int) -> str:
+    try:
+        pid = os.pread(fd, 32, 0).decode().strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return f" (pid {pid})" if pid.isdigit() else ""
