@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Optional, Sequence
 
 from .errors import SpecError
@@ -17,77 +15,13 @@ from .model import (FUNCTIONAL, INPLACE, MUTABLE, OUT, Annotation, Argument, Arg
                     is_tensor_like)
 from .yaml_io import Entry, load_entries, read_text
 
-# Dispatch keys that mean "implemented by decomposition" (no backend kernel).
-_CIA = "CompositeImplicitAutograd"
-_CIA_NESTED = "CompositeImplicitAutogradNestedTensor"
+from .api.native import _CIA, NativeFunction, NativeSpec, ViewGroup
 
 # A quirk of ATen's own spec: this in-place op's schema cannot be paired with
 # derived functional/out= variants, so none are derived for it.
 _INPLACE_NOT_GROUPABLE = frozenset({"polygamma_"})
 
 _NS_RE = re.compile(r"^(\w+)::(.*)$", re.S)
-
-
-@dataclass(frozen=True)
-class NativeFunction:
-    func: FunctionSchema
-    namespace: str
-    file: str
-    line: int
-    variants: frozenset[str] = frozenset({"function"})
-    use_const_ref_for_mutable_tensors: bool = False
-    structured: bool = False
-    structured_delegate: Optional[str] = None
-    manual_cpp_binding: bool = False
-    tags: frozenset[str] = frozenset()
-    autogen: tuple[str, ...] = ()
-    dispatch_keys: frozenset[str] = frozenset()
-    generated: bool = False
-    # The raw yaml entry (for cache keys); empty for derived functions.
-    raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
-
-    @property
-    def part_of_structured_group(self) -> bool:
-        return self.structured or self.structured_delegate is not None
-
-    @property
-    def has_composite_implicit_autograd_kernel(self) -> bool:
-        return _CIA in self.dispatch_keys
-
-    @cached_property
-    def is_view_op(self) -> bool:
-        rets = self.func.returns
-        if any(r.annotation is not None and not r.annotation.is_write for r in rets):
-            return True
-        if "inplace_view" in self.tags and str(self.func.name) not in ("resize_", "resize_as_"):
-            return True
-        return any(a.annotation is not None and "*" in a.annotation.alias_set_after
-                   for a in self.func.schema_order_arguments())
-
-    @property
-    def view_kind(self) -> str:
-        """'aliasing_inplace', 'aliasing' or 'non_aliasing'."""
-        if self.is_view_op:
-            return "aliasing_inplace" if self.func.name.inplace else "aliasing"
-        return "non_aliasing"
-
-
-@dataclass(frozen=True)
-class ViewGroup:
-    view: NativeFunction
-    view_copy: Optional[NativeFunction]
-    view_inplace: Optional[NativeFunction]
-
-    def functions(self) -> list[NativeFunction]:
-        return [f for f in (self.view, self.view_inplace, self.view_copy) if f is not None]
-
-
-@dataclass
-class NativeSpec:
-    """Everything derivative matching needs from native_functions.yaml."""
-    functions: list[NativeFunction]   # in yaml order, derived ones appended
-    ordered: list[NativeFunction]     # grouped by view (the order matching sees)
-    view_groups: list[ViewGroup]
 
 
 # ------------------------------------------------------------------ parsing

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model import Type, is_tensor_like
-from ..native_functions import NativeFunction
+from .native import NativeFunction
 from .cpp import Binding, return_names, return_type
 
 IDENT = r"(^|\W){}($|\W)"
