@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .api.autograd import Derivative, DifferentiabilityInfo, ForwardDerivative, SavedAttribute
+from .api.autograd import (Derivative, DifferentiabilityInfo, ForwardDerivative, SavedAttribute,
+                           unique_by_name)
 from .api.cpp import api_name, argument_type, cpp_arguments
 from .errors import SpecError
 from .model import FUNCTIONAL, INPLACE, OUT, Argument, FunctionSchema, ListType, is_tensor_like
@@ -56,14 +57,6 @@ def _saved_type(f: NativeFunction, a: Argument) -> str:
     return argument_type(a.type, mutable=a.is_write,
                          const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
                          ilistref=f.part_of_structured_group).value
-
-
-def _unique(attrs: list[SavedAttribute]) -> tuple[SavedAttribute, ...]:
-    # First occurrence wins (libtorch's order here is a set's, i.e. random).
-    seen: dict[str, SavedAttribute] = {}
-    for a in attrs:
-        seen.setdefault(a.name, a)
-    return tuple(seen.values())
 
 
 class _Deriver:
@@ -128,8 +121,8 @@ class _Deriver:
             op=f"Foreach{ref.op}{f.func.name.overload}",
             derivatives=derivatives,
             forward_derivatives=tuple(self.forward(fw) for fw in ref.forward_derivatives),
-            all_saved_inputs=_unique([s for d in derivatives for s in d.saved_inputs]),
-            all_saved_outputs=_unique([s for d in derivatives for s in d.saved_outputs]),
+            all_saved_inputs=unique_by_name([s for d in derivatives for s in d.saved_inputs]),
+            all_saved_outputs=unique_by_name([s for d in derivatives for s in d.saved_outputs]),
             available_named_gradients=(), used_named_gradients=frozenset(),
             args_with_derivatives=tuple(b for b in bindings if b.argument is not None and b.name in diff),
             non_differentiable_arg_names=(), output_differentiability=None,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from .api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
-                           SavedAttribute, uses_ident)
+                           SavedAttribute, unique_by_name, uses_ident)
 from .api.cpp import Binding, api_name, cpp_arguments, return_names, return_type
 from .errors import SpecError
 from .model import INPLACE, FunctionSchema, Type
@@ -277,8 +277,8 @@ class _EntryLoader:
         return DifferentiabilityInfo(
             name=base_name, func=f, dispatch_key=key, op=op,
             derivatives=tuple(derivatives), forward_derivatives=fw,
-            all_saved_inputs=_dedup(s for d in derivatives for s in d.saved_inputs),
-            all_saved_outputs=_dedup(s for d in derivatives for s in d.saved_outputs),
+            all_saved_inputs=unique_by_name(s for d in derivatives for s in d.saved_inputs),
+            all_saved_outputs=unique_by_name(s for d in derivatives for s in d.saved_outputs),
             available_named_gradients=available,
             used_named_gradients=frozenset(n for d in derivatives for n in d.named_gradients),
             args_with_derivatives=args_with_derivatives,
@@ -395,16 +395,6 @@ def _check_grad_usage(derivatives: Sequence[Derivative]) -> None:
                          "differentiable one")
     if named and (uses_grad or n_grads):
         raise ValueError("formulas mix 'grad_<output>' with 'grad' or 'grads[i]'")
-
-
-def _dedup(attrs) -> tuple[SavedAttribute, ...]:
-    seen: set[str] = set()
-    out = []
-    for a in attrs:
-        if a.name not in seen:
-            seen.add(a.name)
-            out.append(a)
-    return tuple(out)
 
 
 # ----------------------------------------------------- saved attributes

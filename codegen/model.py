@@ -447,32 +447,31 @@ class FunctionSchema:
     @cached_property
     def view_signature_key(self) -> str:
         """Like signature_key, but `x_copy` pairs with its view `x`."""
-        base = self.name.base
-        if base.endswith("_copy"):
-            base = base.replace("_copy", "")
-        elif base.endswith("_scatter"):
-            base = base.replace("scatter", "inverse")
-        return self._signature_text(base)
+        return self._signature_text(_view_base(self.name.base))
 
     def _signature_text(self, base: str) -> str:
         if str(self.name) == "bernoulli.p":
             return str(self.signature(strip_view_copy_name=base != self.name.base))
-        a = self.arguments
-        kw = a.kwarg_only
-        ti = a.tensor_options_index
-        if ti is not None:
-            kw = kw[:ti] + kw[ti + 4:]
-        parts = [x.unannotated for x in a.positional]
+        kw = self._signature_kwargs()
+        parts = [x.unannotated for x in self.arguments.positional]
         if kw:
             parts.append("*")
             parts += [x.unannotated for x in kw]
-        self_a = a.self_arg
-        rets = [str(r.type) for r in self.returns]
-        rets += [str(x.type) for x in ((self_a,) if self_a else ()) + a.out + a.post_self_positional
-                 if x.is_write and not any(x.annotation == r.annotation for r in self.returns)]
+        rets = [str(r.type) for r in self.returns] + [str(x.type) for x in self._unreturned_writes()]
         name = f"__{base}__" if self.name.dunder else base
         ret = rets[0] if len(rets) == 1 else "(" + ", ".join(rets) + ")"
         return f"{name}({', '.join(parts)}) -> {ret}"
+
+    def _signature_kwargs(self) -> tuple[Argument, ...]:
+        """Keyword-only arguments without the four TensorOptions ones."""
+        kw, ti = self.arguments.kwarg_only, self.arguments.tensor_options_index
+        return kw if ti is None else kw[:ti] + kw[ti + 4:]
+
+    def _unreturned_writes(self) -> list[Argument]:
+        """Mutated inputs no return aliases: the signature returns them too."""
+        a = self.arguments
+        return [x for x in ((a.self_arg,) if a.self_arg else ()) + a.out + a.post_self_positional
+                if x.is_write and not any(x.annotation == r.annotation for r in self.returns)]
 
     def _check(self) -> None:
         # The structural rules that grouping and C++ naming rely on.
@@ -538,26 +537,14 @@ class FunctionSchema:
         """The schema shared by the functional/in-place/out/mutable variants of
         one operator: no overload, no out args, no alias annotations, no
         TensorOptions, and mutated inputs turned into trailing returns."""
-        base = self.name.base
-        if strip_view_copy_name:
-            if base.endswith("_copy"):
-                base = base.replace("_copy", "")
-            elif base.endswith("_scatter"):
-                base = base.replace("scatter", "inverse")
-        args = self.arguments
-        self_a = args.self_arg
-        extra = tuple(
-            Return(f"{a.name}_out" if keep_return_names else None, a.type, None)
-            for a in ((self_a,) if self_a else ()) + args.out + args.post_self_positional
-            if a.is_write and not any(a.annotation == r.annotation for r in self.returns))
+        base = _view_base(self.name.base) if strip_view_copy_name else self.name.base
+        extra = tuple(Return(f"{a.name}_out" if keep_return_names else None, a.type, None)
+                      for a in self._unreturned_writes())
         rets = tuple(Return(r.name if keep_return_names else None, r.type, None)
                      for r in self.returns) + extra
         strip = lambda a: Argument(a.name, a.type, a.default, None)  # noqa: E731
-        kw = args.kwarg_only
-        ti = args.tensor_options_index
-        if ti is not None:
-            kw = kw[:ti] + kw[ti + 4:]
-        sig_args = Arguments(tuple(map(strip, args.positional)), tuple(map(strip, kw)), ())
+        sig_args = Arguments(tuple(map(strip, self.arguments.positional)),
+                             tuple(map(strip, self._signature_kwargs())), ())
         if str(self.name) == "bernoulli.p":
             # bernoulli.p differs from its variants only by this default.
             sig_args = Arguments.parse(str(sig_args).replace("float p", "float p=0.5"))
@@ -565,6 +552,15 @@ class FunctionSchema:
 
     def with_name(self, name: OperatorName) -> "FunctionSchema":
         return replace(self, name=name)
+
+
+def _view_base(base: str) -> str:
+    """The base name a `{view}_copy` (or `{x}_scatter`) pairs with."""
+    if base.endswith("_copy"):
+        return base.replace("_copy", "")
+    if base.endswith("_scatter"):
+        return base.replace("scatter", "inverse")
+    return base
 
 
 def _parse_returns(decl: str) -> tuple[Return, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..model import Type, is_tensor_like
 from .native import NativeFunction
@@ -14,20 +14,9 @@ from .cpp import Binding, return_names, return_type
 IDENT = r"(^|\W){}($|\W)"
 
 
-_ident_res: dict[str, re.Pattern] = {}
-
-
-def ident_re(ident: str) -> re.Pattern:
-    """`ident` as a whole word (the same loose word test PyTorch's codegen uses)."""
-    r = _ident_res.get(ident)
-    if r is None:
-        r = _ident_res[ident] = re.compile(IDENT.format(re.escape(ident)))
-    return r
-
-
 def uses_ident(formula: str, ident: str) -> bool:
-    """Whether `ident` occurs in `formula` as a whole word (same answer as
-    searching ident_re(ident), without compiling a regex per name)."""
+    """Whether `ident` occurs in `formula` as a whole word (the loose word
+    test of IDENT, PyTorch's codegen's, without compiling a regex per name)."""
     n = len(ident)
     i = formula.find(ident)
     while i >= 0:
@@ -52,6 +41,14 @@ class SavedAttribute:
 
     def as_json(self) -> dict:
         return {"name": self.name, "type": self.type, "expr": self.expr}
+
+
+def unique_by_name(attrs: Iterable[SavedAttribute]) -> tuple[SavedAttribute, ...]:
+    """The first attribute of each name, in order."""
+    seen: dict[str, SavedAttribute] = {}
+    for a in attrs:
+        seen.setdefault(a.name, a)
+    return tuple(seen.values())
 
 
 @dataclass(frozen=True)

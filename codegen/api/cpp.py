@@ -181,9 +181,5 @@ def api_name(func: FunctionSchema) -> str:
     return func.name.name + ("_out" if func.is_out_fn() else "")
 
 
-def list_like_bindings(bindings: Sequence[Binding]) -> list[Binding]:
-    return [b for b in bindings if b.type in TENSOR_LIST_LIKE]
-
-
 TENSOR_LIST_LIKE = ("at::TensorList", "const c10::List<::std::optional<at::Tensor>> &",
                     "const at::ITensorListRef &")
