@@ -3,7 +3,6 @@ dispatch key, once matched to its native function."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 

@@ -9,7 +9,7 @@ symbolic C++ types (the `_symint` API), as the autograd codegen uses them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 from ..model import (BASE_TYPES, Argument, BaseType, CustomClassType, FunctionSchema,
                      ListType, OptionalType, Return, Type)
