@@ -3,6 +3,7 @@ or (for build facts) a different signature; never a traceback, a hang or
 half-written output."""
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -56,3 +57,87 @@ def test_install_folders_are_not_in_the_compile_signature(monkeypatch):
                                   include="/home/b/include/python3.11")
     assert elsewhere == base
     assert "/opt/a" not in base
+
+
+# ---------------------------------------------------------- YAML aliases
+
+NATIVE = """\
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
+
+- func: sin(Tensor self) -> Tensor
+"""
+
+DERIVATIVES = """\
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: grad * other
+  other: grad * self
+
+- name: sin(Tensor self) -> Tensor
+  self: grad * self.cos().conj()
+"""
+
+
+def alias_bomb():
+    """Nine levels of nine aliases each: ~400 bytes that expand to 9**9 nodes."""
+    lines = ["- name: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for prev, cur in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"  {cur}: &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+# Run in a child with a memory cap: the bomb used to take minutes and GBs.
+LIMITED = """\
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from codegen.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def run_cli_limited(tmp_path, native, derivatives):
+    (tmp_path / "nf.yaml").write_text(native)
+    (tmp_path / "d.yaml").write_text(derivatives)
+    cmd = [sys.executable, "-c", LIMITED, "infos", "--native-functions", str(tmp_path / "nf.yaml"),
+           "--derivatives", str(tmp_path / "d.yaml")]
+    try:
+        # Generous: the check itself takes milliseconds; this only bounds a loaded machine.
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10,
+                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    except subprocess.TimeoutExpired:
+        pytest.fail("still expanding the aliases after 10 s")
+
+
+def one_error_line(proc):
+    assert proc.returncode == 1 and proc.stdout == "", proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr[-2000:]
+    return lines[0]
+
+
+@pytest.mark.parametrize("where", ["derivatives", "native_functions"])
+def test_alias_bomb_fails_fast_with_a_located_line(tmp_path, where):
+    native, derivatives = (NATIVE, alias_bomb()) if where == "derivatives" else (alias_bomb(), DERIVATIVES)
+    line = one_error_line(run_cli_limited(tmp_path, native, derivatives))
+    name = "d.yaml" if where == "derivatives" else "nf.yaml"
+    assert f"{tmp_path / name}:1: " in line
+    assert "anchors and aliases are not allowed in spec files" in line
+
+
+@pytest.mark.parametrize("text, line_no", [
+    (NATIVE + "\n- func: &f cos(Tensor self) -> Tensor\n", 6),        # an unused anchor
+    (NATIVE.replace("  variants: function, method", "  variants: &v function, method")
+     + "\n- func: cos(Tensor self) -> Tensor\n  variants: *v\n", 2),  # a scalar alias
+], ids=["unused anchor", "scalar alias"])
+def test_any_anchor_is_refused_at_its_line(tmp_path, text, line_no):
+    line = one_error_line(run_cli_limited(tmp_path, text, DERIVATIVES))
+    assert f"{tmp_path / 'nf.yaml'}:{line_no}: " in line
+    assert "anchors and aliases are not allowed in spec files" in line
+
+
+def test_ampersands_in_formulas_and_comments_are_fine(tmp_path):
+    derivatives = ("# Tensor & Tensor::foo(Tensor const & rhs) &x\n"
+                   + DERIVATIVES.replace("grad * other", "grad * other * (self.is_contiguous() && !other.defined())"))
+    proc = run_cli_limited(tmp_path, NATIVE, derivatives)
+    assert proc.returncode == 0, proc.stderr
