@@ -12,6 +12,7 @@ import SCons.Subst
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons"))
 import torch_flags  # noqa: E402
+from scons_helpers import FAKE_CXX, clone, compiled, scons, tree  # noqa: E402
 
 # ------------------------------------------------ compile signature facts
 
@@ -141,3 +142,30 @@ def test_ampersands_in_formulas_and_comments_are_fine(tmp_path):
                    + DERIVATIVES.replace("grad * other", "grad * other * (self.is_contiguous() && !other.defined())"))
     proc = run_cli_limited(tmp_path, NATIVE, derivatives)
     assert proc.returncode == 0, proc.stderr
+
+
+# ------------------------------------------------- empty derivatives.yaml
+
+@pytest.mark.parametrize("text", ["", "# every entry was deleted\n\n# by mistake\n", "[]\n"],
+                         ids=["empty", "comments only", "empty list"])
+def test_empty_derivatives_is_refused(tmp_path, text):
+    line = one_error_line(run_cli_limited(tmp_path, NATIVE, text))
+    assert line.startswith(f"error: {tmp_path / 'd.yaml'}:1: no derivatives entries"), line
+
+
+def test_empty_derivatives_through_scons_fails_and_keeps_every_generated_file(tmp_path):
+    root = clone(tmp_path / "repo")
+    tiny_args = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
+    scons(root, *tiny_args)
+    gen = os.path.join(root, "build", "example", "gen")
+    before = tree(gen, skip=())
+    assert any(p.endswith("ScaleBackward0.cpp") for p in before)
+    with open(os.path.join(root, "tests", "fixtures", "tiny_ext", "derivatives.yaml"), "w") as f:
+        f.write("# nothing left\n")
+    proc = scons(root, *tiny_args, check=False)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert len(errors) == 1 and "derivatives.yaml:1: no derivatives entries" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert compiled(proc.stdout) == []
+    assert tree(gen, skip=()) == before
