@@ -169,3 +169,47 @@ def test_empty_derivatives_through_scons_fails_and_keeps_every_generated_file(tm
     assert "Traceback" not in proc.stderr
     assert compiled(proc.stdout) == []
     assert tree(gen, skip=()) == before
+
+
+# ------------------------------------------------------------ bad names
+
+# (func: line, what the one error line says); torch refuses each of these too.
+BAD_NAMES = {
+    "argument not an identifier": ("foo(Tensor se*/lf) -> Tensor", "argument name 'se*/lf'"),
+    "argument not ASCII": ("foo(Tensor s\u00e9lf) -> Tensor", "argument name 's\u00e9lf'"),
+    "argument starts with a digit": ("foo(Tensor 1self) -> Tensor", "argument name '1self'"),
+    "argument a schema keyword": ("foo(Tensor self, int if) -> Tensor", "argument name 'if'"),
+    "operator not ASCII": ("f\u00f6o(Tensor self) -> Tensor", "operator name 'f\u00f6o'"),
+    "operator starts with a digit": ("1foo(Tensor self) -> Tensor", "operator name '1foo'"),
+    "operator a schema keyword": ("ns::def(Tensor self) -> Tensor", "operator name 'def'"),
+    "overload not ASCII": ("foo.ov\u00e9(Tensor self) -> Tensor", "overload name 'ov\u00e9'"),
+    "overload 'default'": ("foo.default(Tensor self) -> Tensor", "overload name 'default'"),
+    "overload with two underscores": ("foo.__x(Tensor self) -> Tensor", "overload name '__x'"),
+    "namespace not ASCII": ("n\u015b::foo(Tensor self) -> Tensor", "namespace 'n\u015b'"),
+    "namespace a schema keyword": ("None::foo(Tensor self) -> Tensor", "namespace 'None'"),
+    "return not an identifier": ("foo(Tensor self) -> Tensor o$ut", "return name 'o$ut'"),
+}
+# Torch takes these, but they are C++ keywords: the generated code would not compile.
+CXX_KEYWORDS = {
+    "argument a C++ keyword": ("foo(Tensor self, int int) -> Tensor", "argument name 'int'"),
+    "return a C++ keyword": ("foo(Tensor self) -> (Tensor new, Tensor delete)", "return name 'new'"),
+    "namespace a C++ keyword": ("struct::foo(Tensor self) -> Tensor", "namespace 'struct'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_NAMES) + sorted(CXX_KEYWORDS))
+def test_bad_names_are_refused_at_their_line(tmp_path, case):
+    func, what = {**BAD_NAMES, **CXX_KEYWORDS}[case]
+    native = NATIVE + f"\n- func: {func}\n  variants: function\n"
+    line = one_error_line(run_cli_limited(tmp_path, native, DERIVATIVES))
+    assert f"{tmp_path / 'nf.yaml'}:6: entry '{func}': bad schema: {what}" in line, line
+
+
+def test_torch_refuses_the_same_names():
+    torch = pytest.importorskip("torch")
+    for case, (func, _) in BAD_NAMES.items():
+        with pytest.raises(Exception):  # noqa: B017 - torch raises RuntimeError or UnicodeDecodeError
+            torch._C.parse_schema(func)
+            pytest.fail(f"torch accepts {case}: {func}")
+    for func, _ in CXX_KEYWORDS.values():
+        torch._C.parse_schema(func)
