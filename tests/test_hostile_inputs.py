@@ -9,10 +9,12 @@ import sys
 import pytest
 import SCons.Environment
 import SCons.Subst
+from scons_helpers import FAKE_CXX, REPO, clone, compiled, scons, tree
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons"))
+from codegen.cli import main
+
+sys.path.insert(0, os.path.join(REPO, "site_scons"))
 import torch_flags  # noqa: E402
-from scons_helpers import FAKE_CXX, clone, compiled, scons, tree  # noqa: E402
 
 # ------------------------------------------------ compile signature facts
 
@@ -39,6 +41,10 @@ def compile_signature(monkeypatch, python=PY311, torch=TORCH, include="/opt/a/in
 def test_python_version_is_in_the_compile_signature(monkeypatch):
     base = compile_signature(monkeypatch)
     assert compile_signature(monkeypatch, python=PY312) != base
+    # Without SOABI (e.g. Windows), the same facts are spelled from the version and ABI flags.
+    no_soabi = {"SOABI": None, "py_version_nodot": "311", "ABIFLAGS": ""}
+    assert compile_signature(monkeypatch, python=no_soabi) != \
+        compile_signature(monkeypatch, python=dict(no_soabi, py_version_nodot="312"))
 
 
 def test_python_abi_flags_are_in_the_compile_signature(monkeypatch):
@@ -103,10 +109,19 @@ def run_cli_limited(tmp_path, native, derivatives):
            "--derivatives", str(tmp_path / "d.yaml")]
     try:
         # Generous: the check itself takes milliseconds; this only bounds a loaded machine.
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=10,
-                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10, cwd=REPO)
     except subprocess.TimeoutExpired:
         pytest.fail("still expanding the aliases after 10 s")
+
+
+def run_cli(tmp_path, capsys, native, derivatives):
+    """`python -m codegen infos`, in this process (for inputs that cannot hang it)."""
+    (tmp_path / "nf.yaml").write_text(native)
+    (tmp_path / "d.yaml").write_text(derivatives)
+    rc = main(["infos", "--native-functions", str(tmp_path / "nf.yaml"),
+               "--derivatives", str(tmp_path / "d.yaml")])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess([], rc, out, err)
 
 
 def one_error_line(proc):
@@ -131,16 +146,16 @@ def test_alias_bomb_fails_fast_with_a_located_line(tmp_path, where):
     (NATIVE.replace("  variants: function, method", "  variants: &v function, method")
      + "\n- func: cos(Tensor self) -> Tensor\n  variants: *v\n", 2),  # a scalar alias
 ], ids=["unused anchor", "scalar alias"])
-def test_any_anchor_is_refused_at_its_line(tmp_path, text, line_no):
-    line = one_error_line(run_cli_limited(tmp_path, text, DERIVATIVES))
+def test_any_anchor_is_refused_at_its_line(tmp_path, capsys, text, line_no):
+    line = one_error_line(run_cli(tmp_path, capsys, text, DERIVATIVES))
     assert f"{tmp_path / 'nf.yaml'}:{line_no}: " in line
     assert "anchors and aliases are not allowed in spec files" in line
 
 
-def test_ampersands_in_formulas_and_comments_are_fine(tmp_path):
+def test_ampersands_in_formulas_and_comments_are_fine(tmp_path, capsys):
     derivatives = ("# Tensor & Tensor::foo(Tensor const & rhs) &x\n"
                    + DERIVATIVES.replace("grad * other", "grad * other * (self.is_contiguous() && !other.defined())"))
-    proc = run_cli_limited(tmp_path, NATIVE, derivatives)
+    proc = run_cli(tmp_path, capsys, NATIVE, derivatives)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -148,8 +163,8 @@ def test_ampersands_in_formulas_and_comments_are_fine(tmp_path):
 
 @pytest.mark.parametrize("text", ["", "# every entry was deleted\n\n# by mistake\n", "[]\n"],
                          ids=["empty", "comments only", "empty list"])
-def test_empty_derivatives_is_refused(tmp_path, text):
-    line = one_error_line(run_cli_limited(tmp_path, NATIVE, text))
+def test_empty_derivatives_is_refused(tmp_path, capsys, text):
+    line = one_error_line(run_cli(tmp_path, capsys, NATIVE, text))
     assert line.startswith(f"error: {tmp_path / 'd.yaml'}:1: no derivatives entries"), line
 
 
@@ -198,10 +213,10 @@ CXX_KEYWORDS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_NAMES) + sorted(CXX_KEYWORDS))
-def test_bad_names_are_refused_at_their_line(tmp_path, case):
+def test_bad_names_are_refused_at_their_line(tmp_path, capsys, case):
     func, what = {**BAD_NAMES, **CXX_KEYWORDS}[case]
     native = NATIVE + f"\n- func: {func}\n  variants: function\n"
-    line = one_error_line(run_cli_limited(tmp_path, native, DERIVATIVES))
+    line = one_error_line(run_cli(tmp_path, capsys, native, DERIVATIVES))
     assert f"{tmp_path / 'nf.yaml'}:6: entry '{func}': bad schema: {what}" in line, line
 
 

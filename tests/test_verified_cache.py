@@ -57,11 +57,14 @@ def cache(filled, tmp_path):
     return shutil.copytree(filled[1], tmp_path / "cache")
 
 
-def test_second_checkout_retrieves_everything(filled, cache, tmp_path):
-    other = clone(tmp_path / "second")
-    proc = scons(other, *args(cache))
-    assert compiled(proc.stdout) == [] and warnings(proc) == []
-    assert proc.stdout.count("from cache") == len(ALL_OBJECTS) + 1  # and the library
+def checkout(filled, dst):
+    """Another checkout, in another folder.  It gets the first one's cached
+    torch facts (build/.torch.json, not part of any signature), which spares
+    each run a ~2 s `import torch`."""
+    root = clone(dst)
+    os.makedirs(os.path.join(root, "build"))
+    shutil.copy(os.path.join(filled[0], "build", ".torch.json"), os.path.join(root, "build"))
+    return root
 
 
 def test_corrupt_entry_is_reported_evicted_and_rebuilt(filled, cache, tmp_path):
@@ -71,7 +74,7 @@ def test_corrupt_entry_is_reported_evicted_and_rebuilt(filled, cache, tmp_path):
     data[0] ^= 0x01  # one flipped bit
     open(entry, "wb").write(bytes(data))
 
-    other = clone(tmp_path / "second")
+    other = checkout(filled, tmp_path / "second")
     proc = scons(other, *args(cache))
     w = warnings(proc)
     assert len(w) == 1, proc.stderr
@@ -81,10 +84,10 @@ def test_corrupt_entry_is_reported_evicted_and_rebuilt(filled, cache, tmp_path):
     assert open(os.path.join(other, OBJ), "rb").read() == open(os.path.join(first, OBJ), "rb").read()
     # The rebuilt object went back into the cache, verified: a third checkout
     # gets everything from it, silently.
-    third = clone(tmp_path / "third")
+    third = checkout(filled, tmp_path / "third")
     again = scons(third, *args(cache))
     assert compiled(again.stdout) == [] and warnings(again) == []
-    assert scons(third, "-q", *args(cache), check=False).returncode == 0
+    assert again.stdout.count("from cache") == len(ALL_OBJECTS) + 1  # and the library
 
 
 def test_entry_without_digest_is_a_miss_not_a_crash(filled, cache, tmp_path):
@@ -93,12 +96,14 @@ def test_entry_without_digest_is_a_miss_not_a_crash(filled, cache, tmp_path):
         for n in names:
             if n.endswith(".sha256"):
                 os.remove(os.path.join(d, n))
-    other = clone(tmp_path / "second")
+    other = checkout(filled, tmp_path / "second")
     proc = scons(other, *args(cache))
     assert compiled(proc.stdout) == ALL_OBJECTS
-    assert len(warnings(proc)) <= 1 and "Traceback" not in proc.stderr
+    w = warnings(proc)
+    assert len(w) == 1 and "has no digest" in w[0] and "treated as misses" in w[0], proc.stderr
+    assert "Traceback" not in proc.stderr
     # Rebuilt entries were stored again, with their digests.
-    third = clone(tmp_path / "third")
+    third = checkout(filled, tmp_path / "third")
     again = scons(third, *args(cache))
     assert compiled(again.stdout) == [] and warnings(again) == []
 
@@ -107,7 +112,7 @@ def test_read_only_cache_does_not_evict(filled, cache, tmp_path):
     first, _ = filled
     entry = entry_of(cache, os.path.join(first, OBJ))
     open(entry, "ab").write(b"x")
-    other = clone(tmp_path / "second")
+    other = checkout(filled, tmp_path / "second")
     proc = scons(other, "--cache-readonly", *args(cache))
     assert compiled(proc.stdout) == ["ScaleBackward0.os"]
     assert len(warnings(proc)) == 1 and "left in place, rebuilding" in warnings(proc)[0]
