@@ -81,21 +81,19 @@ def load_entries(path: str, text: str) -> list[Entry]:
     return entries
 
 
-# Characters an anchor name may start with (libyaml's and PyYAML's rule):
-# an '&' followed by anything else is not an anchor.
-_ANCHOR_START = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
-
-
 def _refuse_anchors(path: str, text: str) -> None:
     """Spec files never need anchors or aliases, and nested aliases expand
     exponentially (a few hundred bytes can stand for 10^9 nodes, which every
     walk over the entries would visit).  An alias needs an anchor, so it is
     enough to look at each `&`: real specs have a handful, in formulas and
-    comments (`&&`, `Tensor & x`); only one that could start an anchor name
-    costs a second parse, as events, to see whether it really is one."""
+    comments (`&&`, `Tensor & x`).  Only one followed by a character that
+    could start an anchor name (libyaml takes `[0-9A-Za-z_-]`; this takes
+    more, in case a parser takes more) costs a second parse, as events, to
+    see whether it really is one."""
     i = text.find("&")
     while i != -1:
-        if text[i + 1:i + 2] in _ANCHOR_START:
+        after = text[i + 1:i + 2]
+        if after and not after.isspace() and after != "&":
             break
         i = text.find("&", i + 1)
     else:
