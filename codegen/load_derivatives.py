@@ -62,7 +62,15 @@ def load_specs(native_functions: str, derivatives: str, tags: Optional[str] = No
     with _gc_paused():
         valid_tags = load_tags(tags)
         native = parse_native_functions(native_functions, read_text(native_functions), valid_tags)
-        return Specs(native, derivatives, load_entries(derivatives, read_text(derivatives)))
+        entries = load_entries(derivatives, read_text(derivatives))
+    if not entries and native.functions:
+        # Most likely a truncated or emptied file: taken at its word, it
+        # would delete every generated Function without a word.
+        declared = sum(not f.generated for f in native.functions)
+        raise SpecError(f"no derivatives entries (the file is empty or only comments) while "
+                        f"{native_functions} declares {declared} native functions; "
+                        "refusing to remove every generated Function", derivatives, 1)
+    return Specs(native, derivatives, entries)
 
 
 def load_infos(native_functions: str, derivatives: str,

@@ -41,6 +41,38 @@ BASE_TYPES: dict[str, str] = {
 }
 
 
+# ---------------------------------------------------------------- names
+
+# Names become C++ identifiers in the generated code, so they are held to
+# what torch's schema parser takes (an ASCII identifier that is not one of
+# its keywords; `\w` would admit any Unicode letter) and are not C++ keywords.
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SCHEMA_KEYWORDS = frozenset(
+    "Ellipsis False None True and as assert break class continue def del elif else for global "
+    "if import in is not or pass raise return while with".split())
+_CXX_KEYWORDS = frozenset(
+    "alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t "
+    "char32_t class compl concept const consteval constexpr constinit const_cast continue co_await "
+    "co_return co_yield decltype default delete do double dynamic_cast else enum explicit export "
+    "extern false float for friend goto if inline int long mutable namespace new noexcept not not_eq "
+    "nullptr operator or or_eq private protected public register reinterpret_cast requires return "
+    "short signed sizeof static static_assert static_cast struct switch template this thread_local "
+    "throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while "
+    "xor xor_eq".split())
+
+
+def check_name(name: str, what: str, cxx: bool = True) -> None:
+    """Raise SchemaError unless `name` is usable as the `what` of a schema
+    (`cxx`: also as a C++ identifier as it stands)."""
+    if not _IDENT_RE.fullmatch(name):
+        raise SchemaError(f"{what} '{name}' is not an identifier (ASCII letters, digits and '_', "
+                          "not starting with a digit)")
+    if name in _SCHEMA_KEYWORDS:
+        raise SchemaError(f"{what} '{name}' is a keyword of the schema language")
+    if cxx and name in _CXX_KEYWORDS:
+        raise SchemaError(f"{what} '{name}' is a C++ keyword")
+
+
 # ---------------------------------------------------------------- types
 
 
@@ -214,6 +246,7 @@ class Argument:
             type_s, name = arg.rsplit(" ", 1)
             default = None
         t, ann = _parse_annotated_type(type_s)
+        check_name(name, "argument name")
         r = Argument(name, t, default, ann)
         if str(r) != arg:
             raise SchemaError(f"argument '{arg}' is not in canonical form (would be '{r}')")
@@ -252,6 +285,8 @@ class Return:
         else:
             type_s, name = ret, None
         t, ann = _parse_annotated_type(type_s)
+        if name is not None:
+            check_name(name, "return name")
         r = Return(name, t, ann)
         if str(r) != ret:
             raise SchemaError(f"return '{ret}' is not in canonical form (would be '{r}')")
@@ -364,8 +399,13 @@ class OperatorName:
         name, _, overload = s.partition(".")
         if not name:
             raise SchemaError("empty operator name")
-        if not re.fullmatch(r"\w+", name) or (overload and not re.fullmatch(r"\w+", overload)):
-            raise SchemaError(f"bad operator name '{s}'")
+        check_name(name, "operator name")
+        if overload:
+            # Overload names are only ever part of longer C++ names (`add_Tensor`).
+            check_name(overload, "overload name", cxx=False)
+            if overload == "default" or overload.startswith("__"):
+                raise SchemaError(f"overload name '{overload}' is reserved by torch "
+                                  "('default' and names starting with '__')")
         if name.endswith("_out"):
             raise SchemaError(f"operator name '{name}' ends in the reserved '_out'")
         dunder = inplace = functional = False

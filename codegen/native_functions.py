@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 from .errors import SpecError
 from .model import (FUNCTIONAL, INPLACE, MUTABLE, OUT, Annotation, Argument, Arguments,
                     BaseType, FunctionSchema, OperatorName, Return, SchemaError,
-                    is_tensor_like)
+                    check_name, is_tensor_like)
 from .yaml_io import Entry, load_entries, read_text
 
 from .api.native import _CIA, NativeFunction, NativeSpec, ViewGroup
@@ -62,6 +62,7 @@ def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeF
     m = _NS_RE.match(raw)
     namespace, schema = (m.group(1), m.group(2)) if m else ("aten", raw)
     try:
+        check_name(namespace, "namespace")
         func = FunctionSchema.parse(schema)
     except SchemaError as ex:
         raise err(f"bad schema: {ex}", "func") from None

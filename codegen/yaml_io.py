@@ -53,6 +53,7 @@ def read_text(path: str) -> str:
 
 def load_entries(path: str, text: str) -> list[Entry]:
     """Parse `text` (the contents of `path`) as a list of mappings."""
+    _refuse_anchors(path, text)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -78,6 +79,34 @@ def load_entries(path: str, text: str) -> list[Entry]:
             raise SpecError("expected a mapping (key: value) entry", path, line)
         entries.append(Entry(item, line, _key_lines(item_node)))
     return entries
+
+
+def _refuse_anchors(path: str, text: str) -> None:
+    """Spec files never need anchors or aliases, and nested aliases expand
+    exponentially (a few hundred bytes can stand for 10^9 nodes, which every
+    walk over the entries would visit).  An alias needs an anchor, so it is
+    enough to look at each `&`: real specs have a handful, in formulas and
+    comments (`&&`, `Tensor & x`).  Only one followed by a character that
+    could start an anchor name (libyaml takes `[0-9A-Za-z_-]`; this takes
+    more, in case a parser takes more) costs a second parse, as events, to
+    see whether it really is one."""
+    i = text.find("&")
+    while i != -1:
+        after = text[i + 1:i + 2]
+        if after and not after.isspace() and after != "&":
+            break
+        i = text.find("&", i + 1)
+    else:
+        return
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            anchor = getattr(event, "anchor", None)
+            if anchor is not None:
+                sigil = "*" if isinstance(event, yaml.AliasEvent) else "&"
+                raise SpecError(f"'{sigil}{anchor}': anchors and aliases are not allowed in spec files",
+                                path, event.start_mark.line + 1)
+    except yaml.YAMLError:
+        return  # load_entries reports it, located
 
 
 def _key_lines(node: Any) -> KeyLines:

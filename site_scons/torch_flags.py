@@ -63,6 +63,18 @@ def torch_specs():
             os.path.join(packaged, "autograd", "derivatives.yaml"))
 
 
+def python_abi():
+    """What Python's headers depend on, without their folder: implementation,
+    version and ABI flags, e.g. `cpython-311-x86_64-linux-gnu` (`t` after the
+    version for a free-threaded build)."""
+    soabi = sysconfig.get_config_var("SOABI")
+    if soabi:
+        return soabi
+    # No SOABI (e.g. Windows builds): spell the same facts ourselves.
+    version = sysconfig.get_config_var("py_version_nodot") or "".join(map(str, sys.version_info[:2]))
+    return f"{sys.implementation.name}-{version}{sysconfig.get_config_var('ABIFLAGS') or ''}"
+
+
 def configure(env, cache_path):
     """Add torch's headers, libraries and defines to `env`.
 
@@ -71,7 +83,10 @@ def configure(env, cache_path):
     checkouts) and out of SCons's header scanner (thousands of torch headers
     per TU would dominate a no-op build); likewise torch's libraries are not
     dependencies of the link.  A torch upgrade still recompiles and relinks
-    everything: its version is a define, which is in the signature.
+    everything: its version is a define, which is in the signature.  So is
+    everything else the flags depend on: torch's C++ ABI flag and the
+    running Python's version and ABI (whose headers are included), as
+    defines without any path.
     """
     facts = torch_facts(cache_path)
     root = facts["root"]
@@ -83,7 +98,8 @@ def configure(env, cache_path):
         CXXFLAGS=["-std=c++20"] + isystem,
         CPPDEFINES=[("_GLIBCXX_USE_CXX11_ABI", facts["abi"]),
                     "TORCH_API_INCLUDE_EXTENSION_H",
-                    ("AUTOGRAD_EXT_TORCH_VERSION", facts["version"])],
+                    ("AUTOGRAD_EXT_TORCH_VERSION", facts["version"]),
+                    ("AUTOGRAD_EXT_PYTHON_ABI", python_abi())],
         # -L outside LIBPATH: SCons would otherwise find libtorch_cpu.so (~0.5 GB)
         # as a dependency of the link and hash it on every build (~1 s).
         LINKFLAGS=["$(", f"-L{libdir}", "$)"],

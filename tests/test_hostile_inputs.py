@@ -1,0 +1,233 @@
+"""Hostile and unlucky inputs: each gets one located line and a non-zero exit,
+or (for build facts) a different signature; never a traceback, a hang or
+half-written output."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import SCons.Environment
+import SCons.Subst
+from scons_helpers import FAKE_CXX, REPO, clone, compiled, scons, tree
+
+from codegen.cli import main
+
+sys.path.insert(0, os.path.join(REPO, "site_scons"))
+import torch_flags  # noqa: E402
+
+# ------------------------------------------------ compile signature facts
+
+PY311 = {"SOABI": "cpython-311-x86_64-linux-gnu", "py_version_nodot": "311", "ABIFLAGS": ""}
+PY312 = {"SOABI": "cpython-312-x86_64-linux-gnu", "py_version_nodot": "312", "ABIFLAGS": ""}
+PY313T = {"SOABI": "cpython-313t-x86_64-linux-gnu", "py_version_nodot": "313", "ABIFLAGS": "t"}
+TORCH = {"root": "/opt/a/site-packages/torch", "abi": 1, "version": "2.13.0+cpu"}
+
+
+def compile_signature(monkeypatch, python=PY311, torch=TORCH, include="/opt/a/include/python3.11"):
+    """The signed compile command line of an env configured by torch_flags,
+    with the Python and torch facts faked."""
+    real_var, real_paths = torch_flags.sysconfig.get_config_var, torch_flags.sysconfig.get_paths
+    monkeypatch.setattr(torch_flags.sysconfig, "get_config_var",
+                        lambda name: python[name] if name in python else real_var(name))
+    monkeypatch.setattr(torch_flags.sysconfig, "get_paths", lambda *a, **k: dict(real_paths(), include=include))
+    monkeypatch.setattr(torch_flags, "torch_facts", lambda cache_path: dict(torch))
+    env = SCons.Environment.Environment(tools=["g++"], ENV={})
+    torch_flags.configure(env, "unused.json")
+    monkeypatch.undo()
+    return env.subst("$SHCXXCOM", SCons.Subst.SUBST_SIG)
+
+
+def test_python_version_is_in_the_compile_signature(monkeypatch):
+    base = compile_signature(monkeypatch)
+    assert compile_signature(monkeypatch, python=PY312) != base
+    # Without SOABI (e.g. Windows), the same facts are spelled from the version and ABI flags.
+    no_soabi = {"SOABI": None, "py_version_nodot": "311", "ABIFLAGS": ""}
+    assert compile_signature(monkeypatch, python=no_soabi) != \
+        compile_signature(monkeypatch, python=dict(no_soabi, py_version_nodot="312"))
+
+
+def test_python_abi_flags_are_in_the_compile_signature(monkeypatch):
+    py313 = dict(PY313T, SOABI="cpython-313-x86_64-linux-gnu", ABIFLAGS="")
+    assert compile_signature(monkeypatch, python=PY313T) != compile_signature(monkeypatch, python=py313)
+
+
+@pytest.mark.parametrize("change", [{"abi": 0}, {"version": "2.14.0+cpu"}])
+def test_torch_facts_are_in_the_compile_signature(monkeypatch, change):
+    assert compile_signature(monkeypatch, torch=dict(TORCH, **change)) != compile_signature(monkeypatch)
+
+
+def test_install_folders_are_not_in_the_compile_signature(monkeypatch):
+    # A CacheDir shared by checkouts (and installs) in other folders keeps hitting.
+    base = compile_signature(monkeypatch)
+    elsewhere = compile_signature(monkeypatch, torch=dict(TORCH, root="/home/b/venv/torch"),
+                                  include="/home/b/include/python3.11")
+    assert elsewhere == base
+    assert "/opt/a" not in base
+
+
+# ---------------------------------------------------------- YAML aliases
+
+NATIVE = """\
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
+
+- func: sin(Tensor self) -> Tensor
+"""
+
+DERIVATIVES = """\
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: grad * other
+  other: grad * self
+
+- name: sin(Tensor self) -> Tensor
+  self: grad * self.cos().conj()
+"""
+
+
+def alias_bomb():
+    """Nine levels of nine aliases each: ~400 bytes that expand to 9**9 nodes."""
+    lines = ["- name: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for prev, cur in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"  {cur}: &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+# Run in a child with a memory cap: the bomb used to take minutes and GBs.
+LIMITED = """\
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from codegen.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def run_cli_limited(tmp_path, native, derivatives):
+    (tmp_path / "nf.yaml").write_text(native)
+    (tmp_path / "d.yaml").write_text(derivatives)
+    cmd = [sys.executable, "-c", LIMITED, "infos", "--native-functions", str(tmp_path / "nf.yaml"),
+           "--derivatives", str(tmp_path / "d.yaml")]
+    try:
+        # Generous: the check itself takes milliseconds; this only bounds a loaded machine.
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        pytest.fail("still expanding the aliases after 10 s")
+
+
+def run_cli(tmp_path, capsys, native, derivatives):
+    """`python -m codegen infos`, in this process (for inputs that cannot hang it)."""
+    (tmp_path / "nf.yaml").write_text(native)
+    (tmp_path / "d.yaml").write_text(derivatives)
+    rc = main(["infos", "--native-functions", str(tmp_path / "nf.yaml"),
+               "--derivatives", str(tmp_path / "d.yaml")])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess([], rc, out, err)
+
+
+def one_error_line(proc):
+    assert proc.returncode == 1 and proc.stdout == "", proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr[-2000:]
+    return lines[0]
+
+
+@pytest.mark.parametrize("where", ["derivatives", "native_functions"])
+def test_alias_bomb_fails_fast_with_a_located_line(tmp_path, where):
+    native, derivatives = (NATIVE, alias_bomb()) if where == "derivatives" else (alias_bomb(), DERIVATIVES)
+    line = one_error_line(run_cli_limited(tmp_path, native, derivatives))
+    name = "d.yaml" if where == "derivatives" else "nf.yaml"
+    assert f"{tmp_path / name}:1: " in line
+    assert "anchors and aliases are not allowed in spec files" in line
+
+
+@pytest.mark.parametrize("text, line_no", [
+    (NATIVE + "\n- func: &f cos(Tensor self) -> Tensor\n", 6),        # an unused anchor
+    (NATIVE.replace("  variants: function, method", "  variants: &v function, method")
+     + "\n- func: cos(Tensor self) -> Tensor\n  variants: *v\n", 2),  # a scalar alias
+], ids=["unused anchor", "scalar alias"])
+def test_any_anchor_is_refused_at_its_line(tmp_path, capsys, text, line_no):
+    line = one_error_line(run_cli(tmp_path, capsys, text, DERIVATIVES))
+    assert f"{tmp_path / 'nf.yaml'}:{line_no}: " in line
+    assert "anchors and aliases are not allowed in spec files" in line
+
+
+def test_ampersands_in_formulas_and_comments_are_fine(tmp_path, capsys):
+    # `&&` and `& ` cannot start an anchor; `&other` could, and is looked at
+    # more closely (it is inside a plain scalar: no anchor).
+    derivatives = ("# Tensor & Tensor::foo(Tensor const & rhs) &x\n"
+                   + DERIVATIVES.replace("grad * other", "grad * other * (self.is_contiguous() && !other.defined())")
+                   .replace("grad * self\n", "grad * (self.is_contiguous() &other.defined()) * self\n"))
+    proc = run_cli(tmp_path, capsys, NATIVE, derivatives)
+    assert proc.returncode == 0, proc.stderr
+
+
+# ------------------------------------------------- empty derivatives.yaml
+
+@pytest.mark.parametrize("text", ["", "# every entry was deleted\n\n# by mistake\n", "[]\n"],
+                         ids=["empty", "comments only", "empty list"])
+def test_empty_derivatives_is_refused(tmp_path, capsys, text):
+    line = one_error_line(run_cli(tmp_path, capsys, NATIVE, text))
+    assert line.startswith(f"error: {tmp_path / 'd.yaml'}:1: no derivatives entries"), line
+
+
+def test_empty_derivatives_through_scons_fails_and_keeps_every_generated_file(tmp_path):
+    root = clone(tmp_path / "repo")
+    tiny_args = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
+    scons(root, *tiny_args)
+    gen = os.path.join(root, "build", "example", "gen")
+    before = tree(gen, skip=())
+    assert any(p.endswith("ScaleBackward0.cpp") for p in before)
+    with open(os.path.join(root, "tests", "fixtures", "tiny_ext", "derivatives.yaml"), "w") as f:
+        f.write("# nothing left\n")
+    proc = scons(root, *tiny_args, check=False)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert len(errors) == 1 and "derivatives.yaml:1: no derivatives entries" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert compiled(proc.stdout) == []
+    assert tree(gen, skip=()) == before
+
+
+# ------------------------------------------------------------ bad names
+
+# (func: line, what the one error line says); torch refuses each of these too.
+BAD_NAMES = {
+    "argument not an identifier": ("foo(Tensor se*/lf) -> Tensor", "argument name 'se*/lf'"),
+    "argument not ASCII": ("foo(Tensor s\u00e9lf) -> Tensor", "argument name 's\u00e9lf'"),
+    "argument starts with a digit": ("foo(Tensor 1self) -> Tensor", "argument name '1self'"),
+    "argument a schema keyword": ("foo(Tensor self, int if) -> Tensor", "argument name 'if'"),
+    "operator not ASCII": ("f\u00f6o(Tensor self) -> Tensor", "operator name 'f\u00f6o'"),
+    "operator starts with a digit": ("1foo(Tensor self) -> Tensor", "operator name '1foo'"),
+    "operator a schema keyword": ("ns::def(Tensor self) -> Tensor", "operator name 'def'"),
+    "overload not ASCII": ("foo.ov\u00e9(Tensor self) -> Tensor", "overload name 'ov\u00e9'"),
+    "overload 'default'": ("foo.default(Tensor self) -> Tensor", "overload name 'default'"),
+    "overload with two underscores": ("foo.__x(Tensor self) -> Tensor", "overload name '__x'"),
+    "namespace not ASCII": ("n\u015b::foo(Tensor self) -> Tensor", "namespace 'n\u015b'"),
+    "namespace a schema keyword": ("None::foo(Tensor self) -> Tensor", "namespace 'None'"),
+    "return not an identifier": ("foo(Tensor self) -> Tensor o$ut", "return name 'o$ut'"),
+}
+# Torch takes these, but they are C++ keywords: the generated code would not compile.
+CXX_KEYWORDS = {
+    "argument a C++ keyword": ("foo(Tensor self, int int) -> Tensor", "argument name 'int'"),
+    "return a C++ keyword": ("foo(Tensor self) -> (Tensor new, Tensor delete)", "return name 'new'"),
+    "namespace a C++ keyword": ("struct::foo(Tensor self) -> Tensor", "namespace 'struct'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_NAMES) + sorted(CXX_KEYWORDS))
+def test_bad_names_are_refused_at_their_line(tmp_path, capsys, case):
+    func, what = {**BAD_NAMES, **CXX_KEYWORDS}[case]
+    native = NATIVE + f"\n- func: {func}\n  variants: function\n"
+    line = one_error_line(run_cli(tmp_path, capsys, native, DERIVATIVES))
+    assert f"{tmp_path / 'nf.yaml'}:6: entry '{func}': bad schema: {what}" in line, line
+
+
+def test_torch_refuses_the_same_names():
+    torch = pytest.importorskip("torch")
+    for case, (func, _) in BAD_NAMES.items():
+        with pytest.raises(Exception):  # noqa: B017 - torch raises RuntimeError or UnicodeDecodeError
+            torch._C.parse_schema(func)
+            pytest.fail(f"torch accepts {case}: {func}")
+    for func, _ in CXX_KEYWORDS.values():
+        torch._C.parse_schema(func)

@@ -1,0 +1,119 @@
+"""A CacheDir entry is used only if its bytes match the digest stored beside it.
+
+A flipped byte in a cached object used to be retrieved and linked, and the
+next `scons -q` said everything was up to date.  These runs use the stand-in
+compiler (tests/fakecxx.py): what matters is what SCons retrieves, rebuilds
+and reports, not what the objects contain.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from scons_helpers import FAKE_CXX, clone, compiled, scons
+
+TINY = "tests/fixtures/tiny_ext"
+OBJ = os.path.join("build", "example", "gen", "functions", "ScaleBackward0.os")
+ALL_OBJECTS = ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os", "module.os"]
+
+
+def args(cache):
+    return ("-j2", f"CXX={FAKE_CXX}", f"EXAMPLE={TINY}", f"CACHEDIR={cache}")
+
+
+def entries(cache):
+    """Cache entry paths (not SCons's config files, not digests)."""
+    return sorted(os.path.join(d, n) for d, _, names in os.walk(cache) for n in names
+                  if os.path.dirname(os.path.join(d, n)) != str(cache) and not n.endswith(".sha256"))
+
+
+def entry_of(cache, built_file):
+    """The cache entry holding `built_file`'s bytes."""
+    data = open(built_file, "rb").read()
+    found = [e for e in entries(cache) if open(e, "rb").read() == data]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def warnings(proc):
+    return [line for line in proc.stderr.splitlines() if "warning" in line]
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory):
+    """A built checkout and the CacheDir its build filled."""
+    base = tmp_path_factory.mktemp("vcache")
+    root = clone(base / "first")
+    cache = base / "cache"
+    out = scons(root, *args(cache)).stdout
+    assert compiled(out) == ALL_OBJECTS
+    return root, cache
+
+
+@pytest.fixture
+def cache(filled, tmp_path):
+    """A private copy of the filled cache."""
+    return shutil.copytree(filled[1], tmp_path / "cache")
+
+
+def checkout(filled, dst):
+    """Another checkout, in another folder.  It gets the first one's cached
+    torch facts (build/.torch.json, not part of any signature), which spares
+    each run a ~2 s `import torch`."""
+    root = clone(dst)
+    os.makedirs(os.path.join(root, "build"))
+    shutil.copy(os.path.join(filled[0], "build", ".torch.json"), os.path.join(root, "build"))
+    return root
+
+
+def test_corrupt_entry_is_reported_evicted_and_rebuilt(filled, cache, tmp_path):
+    first, _ = filled
+    entry = entry_of(cache, os.path.join(first, OBJ))
+    data = bytearray(open(entry, "rb").read())
+    data[0] ^= 0x01  # one flipped bit
+    open(entry, "wb").write(bytes(data))
+
+    other = checkout(filled, tmp_path / "second")
+    proc = scons(other, *args(cache))
+    w = warnings(proc)
+    assert len(w) == 1, proc.stderr
+    assert w[0].startswith("scons: warning: cache entry ") and entry in w[0] and OBJ in w[0], w[0]
+    assert "corrupt (digest mismatch); evicted, rebuilding" in w[0]
+    assert compiled(proc.stdout) == ["ScaleBackward0.os"]
+    assert open(os.path.join(other, OBJ), "rb").read() == open(os.path.join(first, OBJ), "rb").read()
+    # The rebuilt object went back into the cache, verified: a third checkout
+    # gets everything from it, silently.
+    third = checkout(filled, tmp_path / "third")
+    again = scons(third, *args(cache))
+    assert compiled(again.stdout) == [] and warnings(again) == []
+    assert again.stdout.count("from cache") == len(ALL_OBJECTS) + 1  # and the library
+
+
+def test_entry_without_digest_is_a_miss_not_a_crash(filled, cache, tmp_path):
+    # As left by a plain CacheDir, or by a version of the tool before digests.
+    for d, _, names in os.walk(cache):
+        for n in names:
+            if n.endswith(".sha256"):
+                os.remove(os.path.join(d, n))
+    other = checkout(filled, tmp_path / "second")
+    proc = scons(other, *args(cache))
+    assert compiled(proc.stdout) == ALL_OBJECTS
+    w = warnings(proc)
+    assert len(w) == 1 and "has no digest" in w[0] and "treated as misses" in w[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    # Rebuilt entries were stored again, with their digests.
+    third = checkout(filled, tmp_path / "third")
+    again = scons(third, *args(cache))
+    assert compiled(again.stdout) == [] and warnings(again) == []
+
+
+def test_read_only_cache_does_not_evict(filled, cache, tmp_path):
+    first, _ = filled
+    entry = entry_of(cache, os.path.join(first, OBJ))
+    open(entry, "ab").write(b"x")
+    other = checkout(filled, tmp_path / "second")
+    proc = scons(other, "--cache-readonly", *args(cache))
+    assert compiled(proc.stdout) == ["ScaleBackward0.os"]
+    assert len(warnings(proc)) == 1 and "left in place, rebuilding" in warnings(proc)[0]
+    assert os.path.exists(entry)
