@@ -57,7 +57,7 @@ def edit(path, old, new):
         f.write(text.replace(old, new, 1))
 
 
-def tree(root, skip=(".autograd_manifest",)):
+def tree(root, skip=(".autograd_manifest", ".autograd_lock")):
     """relpath -> bytes of the generated sources under root."""
     out = {}
     for dirpath, _, names in os.walk(root):

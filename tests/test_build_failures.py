@@ -9,15 +9,10 @@ import time
 
 import pytest
 
-from scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons
-from scons_helpers import tree as _tree
+from scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, tree
 
 EXAMPLE_ARGS = (f"CXX={FAKE_CXX}",)
 GEN = os.path.join("build", "example", "gen")
-
-
-def tree(root):
-    return _tree(root, skip=(".autograd_manifest", ".autograd_lock"))
 
 
 @pytest.fixture

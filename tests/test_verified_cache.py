@@ -19,7 +19,8 @@ ALL_OBJECTS = ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os", "modul
 
 
 def args(cache):
-    return ("-j2", f"CXX={FAKE_CXX}", f"EXAMPLE={TINY}", f"CACHEDIR={cache}")
+    # One TU per Function (UNITY=0): the objects named here are the per-op ones.
+    return ("-j2", f"CXX={FAKE_CXX}", f"EXAMPLE={TINY}", f"CACHEDIR={cache}", "UNITY=0")
 
 
 def entries(cache):
