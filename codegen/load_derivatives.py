@@ -16,12 +16,13 @@ import re
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
-                           SavedAttribute, unique_by_name, uses_ident)
+                           unique_by_name, uses_ident)
 from .api.cpp import Binding, api_name, cpp_arguments, return_names, return_type
 from .errors import SpecError
+from .saved_attributes import saved_attributes
 from .model import INPLACE, FunctionSchema, Type
 from .native_functions import NativeFunction, NativeSpec, load_tags, parse_native_functions
 from .yaml_io import Entry, load_entries, read_text
@@ -403,112 +404,6 @@ def _check_grad_usage(derivatives: Sequence[Derivative]) -> None:
                          "differentiable one")
     if named and (uses_grad or n_grads):
         raise ValueError("formulas mix 'grad_<output>' with 'grad' or 'grads[i]'")
-
-
-# ----------------------------------------------------- saved attributes
-
-# (pattern with {} for the variable name, name suffix, C++ type, save-time
-#  expression or None for the matched text, replacement text or None for
-#  the saved name).  Order matters: earlier patterns rewrite first.  The
-#  patterns are deliberately as loose as PyTorch's (`.` is any character),
-#  since the names they produce must agree with PyTorch's.
-_Suffix = Callable[[re.Match], str]
-_PATTERNS: list[tuple[str, Any, str, Optional[Callable[[str], str]], Optional[Callable[[str], str]]]] = [
-    (r"{}.sym_sizes\(\)", "_sym_sizes", "c10::SymIntArrayRef", None, None),
-    (r"{}->sym_sizes\(\)", "_sym_sizes_opt", "::std::optional<c10::SymIntArrayRef>",
-     lambda n: f"{n}.has_value() ? std::optional<c10::SymIntArrayRef>({n}->sym_sizes()) : std::nullopt", None),
-    (r"{}.sym_blocksize\(\)", "_self_sym_blocksize_opt", "::std::optional<c10::SymIntArrayRef>",
-     lambda n: f"at::sparse_csr::getSymIntBlockSize({n})", None),
-    (r"{}.options\(\)", "_options", "at::TensorOptions", None, None),
-    (r"zeros_like\({}\)", "_info", "torch::autograd::generated::TypeAndSize",
-     lambda n: n, lambda n: n + "_info.zeros()"),
-    (r"{}.sym_size\((-?\w+)\)", lambda m: "_sym_argsize_" + m.group(1).replace("-", "minus_"),
-     "c10::SymInt", None, None),
-    (r"{}.numel\(\)", "_numel", "int64_t", None, None),
-    (r"{}.sym_numel\(\)", "_sym_numel", "c10::SymInt", None, None),
-    (r"to_args_sizes\({}\)", "_args_sizes", "::std::vector<::std::vector<int64_t>>", None, None),
-    (r"to_args_sizes_symint\({}\)", "_args_sizes_symint", "::std::vector<::std::vector<c10::SymInt>>",
-     None, None),
-    (r"to_args_scalartypes\({}\)", "_args_scalartypes", "::std::vector<at::ScalarType>", None, None),
-    (r"TensorGeometry\({}\)", "_geometry", "at::TensorGeometry", None, None),
-    (r"{}.scalar_type\(\)", "_scalar_type", "at::ScalarType", None, None),
-    (r"{}.dim\(\)", "_dim", "int64_t", None, None),
-    (r"{}.sym_strides\(\)", "_sym_strides", "c10::SymIntArrayRef", "strides", None),
-    (r"{}.layout\(\)", "_layout", "at::Layout", None, None),
-    (r"{}.is_conj\(\)", "_conjugate", "bool", None, None),
-]
-
-# For each pattern, the literal text around the name that any match has:
-# (before, characters of any value right after the name, after).  Checking
-# it first avoids compiling a regex per name for patterns that cannot match.
-_LITERALS = {p: (p.split("{}")[0].replace("\\", ""),
-                 1 if p.startswith("{}.") else 0,
-                 p.split("{}")[1].lstrip(".").split("(-?")[0].replace("\\", ""))
-             for p, *_ in _PATTERNS}
-
-
-def _may_match(formula: str, name: str, pattern: str) -> bool:
-    before, gap, after = _LITERALS[pattern]
-    head = before + name
-    i = formula.find(head)
-    while i >= 0:
-        if formula.startswith(after, i + len(head) + gap):
-            return True
-        i = formula.find(head, i + 1)
-    return False
-
-
-_compiled: dict[tuple[str, str], re.Pattern] = {}
-
-
-def _regex(pattern: str, name: str) -> re.Pattern:
-    r = _compiled.get((pattern, name))
-    if r is None:
-        r = _compiled[(pattern, name)] = re.compile(pattern.format(name))
-    return r
-
-
-_SIZE_INT_RE = re.compile(r"(\.|->)size\(-?\d+\)")
-_OPT_STRING = "::std::optional<c10::string_view>"
-
-
-def saved_attributes(formula: str, variables: Sequence[tuple[str, str]],
-                     var_names: tuple[str, ...]) -> tuple[str, tuple[SavedAttribute, ...]]:
-    """Rewrite `formula` to read saved values; return it and what to save.
-
-    `variables` are (name, C++ value type) of the inputs or outputs."""
-    if ".sizes()" in formula or "->sizes()" in formula:
-        raise ValueError("use .sym_sizes() instead of .sizes() in derivative formulas")
-    if _SIZE_INT_RE.search(formula):
-        raise ValueError("use .sym_size(dim) instead of .size(dim) in derivative formulas")
-    if ".strides()" in formula or "->strides()" in formula:
-        raise ValueError("use .sym_strides() instead of .strides() in derivative formulas")
-    saved: list[SavedAttribute] = []
-    for name, ctype in variables:
-        if name not in formula:
-            continue  # no pattern can match
-        for pattern, suffix, stype, expr, res in _PATTERNS:
-            if not _may_match(formula, name, pattern):
-                continue
-            def repl(m: re.Match) -> str:
-                sfx = suffix(m) if callable(suffix) else suffix
-                if expr == "strides":
-                    if var_names != (name,):
-                        raise ValueError(f"{name}.sym_strides() is supported only in the formula for "
-                                         f"'{name}' alone")
-                    e = f'strides_or_error({name}, "{name}")'
-                else:
-                    e = expr(name) if expr else m.group(0)
-                saved.append(SavedAttribute(name + sfx, stype, e))
-                return res(name) if res else name + sfx
-            formula = _regex(pattern, name).sub(repl, formula)
-        if ctype == _OPT_STRING:
-            # Saved as std::optional<std::string>; the formula wants a view.
-            formula = re.sub(rf"\b{name}\b", f"{name}.has_value() ? std::optional<std::string_view>"
-                             f"({name}.value()) : std::nullopt", formula)
-        if uses_ident(formula, name):
-            saved.append(SavedAttribute(name, ctype, name))
-    return formula, tuple(saved)
 
 
 # ------------------------------------------------------- view copies
