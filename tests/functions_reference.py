@@ -14,7 +14,6 @@ import re
 import tempfile
 from dataclasses import dataclass
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _STRUCT_RE = re.compile(r"^struct (?:TORCH_API )?(\w+) : public (\w+) \{$")
 

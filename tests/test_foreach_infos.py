@@ -1,12 +1,6 @@
 """The out-of-place foreach infos we derive equal those libtorch's build
 derives (torchgen's match_differentiability_info), in the same order."""
 
-import pytest
-
-pytest.importorskip("torchgen", reason="torch (torchgen) is the reference; not installed")
-
-from torchgen_reference import real_spec_paths
-
 from codegen.foreach import derive_foreach_infos
 from codegen.load_derivatives import infos_from_specs, load_specs
 
@@ -31,12 +25,12 @@ def _saved(attrs, theirs=False):
     return sorted((a.name, a.type, a.expr) for a in attrs)
 
 
-def test_derived_foreach_infos_match_torchgen():
-    nf, tags, d = real_spec_paths()
+def test_derived_foreach_infos_match_torchgen(torch_specs, torch_counts):
+    nf, tags, d = torch_specs
     specs = load_specs(nf, d, tags)
     ours = derive_foreach_infos(infos_from_specs(specs), specs.native)
     theirs = _theirs(nf, tags, d)
-    assert len(ours) == len(theirs) == 62
+    assert len(ours) == len(theirs) == torch_counts.foreach_derived
     for a, b in zip(ours, theirs):
         assert (a.op, a.name, str(a.func.func)) == (b.op, b.name, str(b.func.func))
         assert [(x.name, x.type) for x in a.args_with_derivatives] == \
@@ -56,8 +50,8 @@ def test_derived_foreach_infos_match_torchgen():
               sorted(f.required_inputs_primal or ())) for f in b.forward_derivatives], a.op
 
 
-def test_derivation_is_deterministic():
-    nf, tags, d = real_spec_paths()
+def test_derivation_is_deterministic(torch_specs):
+    nf, tags, d = torch_specs
     specs = load_specs(nf, d, tags)
     infos = infos_from_specs(specs)
     first = derive_foreach_infos(infos, specs.native)

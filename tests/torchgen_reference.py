@@ -9,21 +9,13 @@ requires torch.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 
 def real_spec_paths() -> tuple[str, str, str]:
     """(native_functions.yaml, tags.yaml, derivatives.yaml) shipped with torchgen."""
-    import torchgen
-
-    packaged = os.path.join(os.path.dirname(torchgen.__file__), "packaged")
-    native = os.path.join(packaged, "ATen", "native")
-    return (
-        os.path.join(native, "native_functions.yaml"),
-        os.path.join(native, "tags.yaml"),
-        os.path.join(packaged, "autograd", "derivatives.yaml"),
-    )
+    from spec_facts import torch_specs
+    return torch_specs()
 
 
 def _saved_attribute(sa: Any) -> dict:
