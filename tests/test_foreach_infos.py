@@ -3,20 +3,13 @@ derives (torchgen's match_differentiability_info), in the same order."""
 
 from codegen.foreach import derive_foreach_infos
 from codegen.load_derivatives import infos_from_specs, load_specs
+from torchgen_reference import torchgen_load
 
 
 def _theirs(nf, tags, d):
-    from torchgen.api import cpp
-    from torchgen.api.autograd import match_differentiability_info
-    from torchgen.gen import parse_native_yaml
-    from torchgen.packaged.autograd import load_derivatives as ld
-
-    ld._GLOBAL_LOAD_DERIVATIVE_CACHE.clear()
-    infos, _ = ld.load_derivatives(d, nf, tags)
-    n = len(infos)
-    fns = sorted(parse_native_yaml(nf, tags).native_functions, key=lambda f: cpp.name(f.func))
-    match_differentiability_info(fns, infos)
-    return [per_key["Default"] for per_key in list(infos.values())[n:]]
+    """The infos torchgen's match_differentiability_info appends."""
+    n = len(torchgen_load(nf, tags, d))
+    return [per_key["Default"] for per_key in list(torchgen_load(nf, tags, d, foreach=True).values())[n:]]
 
 
 def _saved(attrs, theirs=False):

@@ -61,6 +61,33 @@ def _info(info: Any, key: str) -> dict:
     }
 
 
+def torchgen_load(native_functions: str, tags: str, derivatives: str, foreach: bool = False) -> dict:
+    """torchgen's infos (FunctionSchema -> {dispatch key -> info}), read afresh;
+    with `foreach`, after match_differentiability_info has appended the
+    derived foreach infos (as gen_autograd does in a real build).
+
+    torchgen memoises by *path* at three levels: load_derivatives (per
+    (derivatives, native_functions) paths), parse_native_yaml (per native
+    path only) and parse_tags_yaml (global dict + functools.cache). They are
+    all cleared, so each call really re-reads the given files, even when a
+    file at the same path has changed since the last call."""
+    import torchgen.gen as gen
+    from torchgen.api import cpp
+    from torchgen.api.autograd import match_differentiability_info
+    from torchgen.packaged.autograd import load_derivatives as ld
+
+    ld._GLOBAL_LOAD_DERIVATIVE_CACHE.clear()
+    gen._GLOBAL_PARSE_NATIVE_YAML_CACHE.clear()
+    gen._GLOBAL_PARSE_TAGS_YAML_CACHE.clear()
+    gen.parse_tags_yaml.cache_clear()
+    infos, _used_dispatch_keys = ld.load_derivatives(derivatives, native_functions, tags)
+    if foreach:
+        fns = sorted(gen.parse_native_yaml(native_functions, tags).native_functions,
+                     key=lambda f: cpp.name(f.func))
+        match_differentiability_info(fns, infos)
+    return infos
+
+
 def reference_infos(native_functions: str, tags: str, derivatives: str) -> dict:
     """Run torchgen's load_derivatives and convert its result to our JSON shape.
 
@@ -68,21 +95,7 @@ def reference_infos(native_functions: str, tags: str, derivatives: str) -> dict:
     insertion order, i.e. derivatives.yaml order followed by the synthesised
     {view}_copy infos; inner dicts in their own insertion order.
     """
-    import torchgen.gen as gen
-    from torchgen.packaged.autograd import load_derivatives as ld
-
-    # torchgen memoises by *path* at three levels: load_derivatives (per
-    # (derivatives, native_functions) paths), parse_native_yaml (per native
-    # path only) and parse_tags_yaml (global dict + functools.cache). Clear
-    # them all so each call really re-reads the given files, even when a
-    # file at the same path has changed since the last call.
-    ld._GLOBAL_LOAD_DERIVATIVE_CACHE.clear()
-    gen._GLOBAL_PARSE_NATIVE_YAML_CACHE.clear()
-    gen._GLOBAL_PARSE_TAGS_YAML_CACHE.clear()
-    gen.parse_tags_yaml.cache_clear()
-    infos, _used_dispatch_keys = ld.load_derivatives(
-        derivatives, native_functions, tags
-    )
+    infos = torchgen_load(native_functions, tags, derivatives)
     return {
         "infos": [
             _info(info, key)
