@@ -14,9 +14,6 @@ from functions_reference import our_files
 from codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
 from codegen.writer import write_tree
 
-pytestmark = [pytest.mark.compile,
-              pytest.mark.skipif(not cxx.have_compiler(), reason=f"no C++ compiler {cxx.CXX!r}: install g++ or "
-                                 "set CXX, or deselect with -m 'not compile'")]
 
 BUCKETS = 4
 # retain_variables + tensor lists; a derived foreach loop; an optional-tensor
@@ -32,6 +29,9 @@ def out(tmp_path_factory):
     return root
 
 
+@pytest.mark.compile
+@pytest.mark.skipif(not cxx.have_compiler(), reason=f"no C++ compiler {cxx.CXX!r}: install g++ or set CXX, "
+                    "or deselect with -m 'not compile'")
 def test_generated_torch_functions_compile(out):
     flags = cxx.torch_flags() + ["-O0", "-w"]
     cmds = [[cxx.CXX, *flags, "-fsyntax-only", f"unity/bucket_{i}.cpp"] for i in range(BUCKETS)]
