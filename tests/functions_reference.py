@@ -32,9 +32,9 @@ def torchgen_functions() -> tuple[str, str]:
     import torchgen
     from torchgen.packaged.autograd.gen_autograd_functions import gen_autograd_functions_lib
 
-    from torchgen_reference import real_spec_paths, torchgen_load
+    from torchgen_reference import real_torchgen
 
-    infos = torchgen_load(*real_spec_paths(), foreach=True)
+    infos, _ = real_torchgen()
     templates = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "templates")
     with tempfile.TemporaryDirectory() as out:
         gen_autograd_functions_lib(out, infos, templates)

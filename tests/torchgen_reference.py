@@ -9,6 +9,7 @@ requires torch.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
@@ -61,10 +62,11 @@ def _info(info: Any, key: str) -> dict:
     }
 
 
-def torchgen_load(native_functions: str, tags: str, derivatives: str, foreach: bool = False) -> dict:
-    """torchgen's infos (FunctionSchema -> {dispatch key -> info}), read afresh;
-    with `foreach`, after match_differentiability_info has appended the
-    derived foreach infos (as gen_autograd does in a real build).
+def torchgen_load(native_functions: str, tags: str, derivatives: str, foreach: bool = False) -> tuple[dict, int]:
+    """torchgen's infos (FunctionSchema -> {dispatch key -> info}), read
+    afresh, and how many load_derivatives returned: with `foreach`,
+    match_differentiability_info has then appended the derived foreach infos
+    (as gen_autograd does in a real build).
 
     torchgen memoises by *path* at three levels: load_derivatives (per
     (derivatives, native_functions) paths), parse_native_yaml (per native
@@ -81,28 +83,24 @@ def torchgen_load(native_functions: str, tags: str, derivatives: str, foreach: b
     gen._GLOBAL_PARSE_TAGS_YAML_CACHE.clear()
     gen.parse_tags_yaml.cache_clear()
     infos, _used_dispatch_keys = ld.load_derivatives(derivatives, native_functions, tags)
+    loaded = len(infos)
     if foreach:
         fns = sorted(gen.parse_native_yaml(native_functions, tags).native_functions,
                      key=lambda f: cpp.name(f.func))
         match_differentiability_info(fns, infos)
-    return infos
+    return infos, loaded
 
 
-def reference_infos(native_functions: str, tags: str, derivatives: str) -> dict:
-    """Run torchgen's load_derivatives and convert its result to our JSON shape.
+@functools.lru_cache(maxsize=None)
+def real_torchgen() -> tuple[dict, int]:
+    """torchgen_load of torch's installed specs with the foreach infos, once
+    per session (callers must not mutate it)."""
+    return torchgen_load(*real_spec_paths(), foreach=True)
 
-    Order: the outer dict (FunctionSchema -> {dispatch key -> info}) in
-    insertion order, i.e. derivatives.yaml order followed by the synthesised
-    {view}_copy infos; inner dicts in their own insertion order.
-    """
-    infos = torchgen_load(native_functions, tags, derivatives)
-    return {
-        "infos": [
-            _info(info, key)
-            for per_key in infos.values()
-            for key, info in per_key.items()
-        ]
-    }
+
+def to_json(infos: dict, n: int | None = None) -> dict:
+    """The first n of torchgen's infos in our JSON shape (`python -m codegen infos`)."""
+    return {"infos": [_info(info, key) for per_key in list(infos.values())[:n] for key, info in per_key.items()]}
 
 
 _MISSING = object()
