@@ -44,6 +44,16 @@ def torch_counts() -> spec_facts.TorchCounts:
 
 
 @pytest.fixture(scope="session")
+def tiny_checkout(tmp_path_factory):
+    """A copy of this checkout with the tiny extension (tests/fixtures/tiny_ext)
+    built by `scons` with the stand-in compiler: (folder, the build's stdout).
+    Tests copy it (shutil.copytree(..., symlinks=True) keeps it up to date)."""
+    from scons_helpers import TINY_ARGS, clone, scons
+    root = clone(tmp_path_factory.mktemp("tiny") / "repo")
+    return root, scons(root, *TINY_ARGS).stdout
+
+
+@pytest.fixture(scope="session")
 def example_ops() -> spec_facts.ExampleOps:
     """The example extension's (specs/) Functions and op kernels."""
     return spec_facts.example_ops(os.path.join(REPO, "specs"))

@@ -9,6 +9,8 @@ import sys
 from spec_facts import REPO
 
 FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'fakecxx.py')}"
+# `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
+TINY_ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
 _IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
                                  ".sconsign*", "compile_commands.json", ".benchmarks")
 

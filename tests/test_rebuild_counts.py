@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 import scenarios
-from scons_helpers import FAKE_CXX, clone, compiled, scons
+from scons_helpers import TINY_ARGS, compiled, scons
 from spec_facts import REPO
 
 _spec = importlib.util.spec_from_file_location(
@@ -21,7 +21,7 @@ _spec = importlib.util.spec_from_file_location(
 counts = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(counts)
 
-ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
+ARGS = TINY_ARGS
 SALTED = "MulBackward0"
 BREAK_KEY = f"""
 import dataclasses, os, sys
@@ -35,16 +35,9 @@ incremental.op_key = op_key
 """
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = clone(tmp_path_factory.mktemp("counts") / "repo")
-    scons(root, *ARGS)
-    return root
-
-
 @pytest.mark.parametrize("broken", [False, True], ids=["sound", "broken key"])
-def test_a_miss_where_a_hit_is_due_is_flagged(built, tmp_path, broken):
-    root = shutil.copytree(built, tmp_path / "repo", symlinks=True)
+def test_a_miss_where_a_hit_is_due_is_flagged(tiny_checkout, tmp_path, broken):
+    root = shutil.copytree(tiny_checkout[0], tmp_path / "repo", symlinks=True)
     scenarios.BY_NAME["formula"].apply(os.path.join(root, "tests", "fixtures", "tiny_ext"))
     out = scons(root, *ARGS, prelude=BREAK_KEY if broken else "").stdout
     rep = counts.parse_report(out)

@@ -13,29 +13,27 @@ import shutil
 import pytest
 
 import scenarios
-from scons_helpers import FAKE_CXX, clone, compiled, edit, linked, report, scons, tree
+from scons_helpers import TINY_ARGS, clone, compiled, edit, linked, report, scons, tree
 
 TINY = ("tests", "fixtures", "tiny_ext")  # Functions only: counts stay about Functions
-ARGS = ("-j2", f"CXX={FAKE_CXX}", f"EXAMPLE={'/'.join(TINY)}")
+ARGS = TINY_ARGS
 GEN = os.path.join("build", "example", "gen")
 LIB = "myops_ext.so"
 OWN_OBJECTS = ["module.os"]  # the fixture's hand-written C++
 ALL_OBJECTS = sorted([op + ".os" for op in scenarios.OPS] + OWN_OBJECTS)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = clone(tmp_path_factory.mktemp("fake") / "repo")
-    out = scons(root, *ARGS).stdout
-    assert compiled(out) == ALL_OBJECTS
-    assert report(out)[0].startswith("build/example/gen: 3 Functions: 3 regenerated, 0 unchanged, 0 removed")
-    return root
-
-
 @pytest.fixture
-def proj(built, tmp_path):
+def proj(tiny_checkout, tmp_path):
     """A private copy of the built checkout (mtimes kept: it is up to date)."""
-    return shutil.copytree(built, tmp_path / "repo", symlinks=True)
+    return shutil.copytree(tiny_checkout[0], tmp_path / "repo", symlinks=True)
+
+
+def test_cold_build_compiles_everything(tiny_checkout):
+    out = tiny_checkout[1]
+    assert compiled(out) == ALL_OBJECTS
+    n = len(scenarios.OPS)
+    assert report(out)[0].startswith(f"build/example/gen: {n} Functions: {n} regenerated, 0 unchanged, 0 removed")
 
 
 def path(proj, *parts):
