@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from _common import REPO, Wrapper, clone, scons_cmd
+from _common import REPO, Wrapper, clone, scons_cmd, sconscript_phase
 
 GEN = os.path.join("build", "torch", "gen")
 
@@ -80,8 +80,8 @@ def scons(cwd: str, *args: str) -> tuple[float, str]:
 
 def read_phase(out: str) -> float:
     """SCons's own figure for reading the SConscripts, where the tool works."""
-    m = re.search(r"Total SConscript file execution time: ([\d.]+)", out)
-    return float(m.group(1)) if m else float("nan")
+    phase = sconscript_phase(out)
+    return float("nan") if phase is None else phase
 
 
 def compiles(out: str) -> int:

@@ -38,7 +38,6 @@ the run (exit 1).  The table and chart come from benchmarks/rebuild_report.py.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import shutil
@@ -404,21 +403,9 @@ def main(argv=None) -> int:
     res["machine_start"] = start
     res["command"] = "python benchmarks/bench_rebuild.py " + " ".join(argv if argv is not None else sys.argv[1:])
     res["seconds_total"] = time.perf_counter() - bench.t0
-    table = rebuild_report.table(res)
-    print("\n" + table)
-    if out:
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "results.json"), "w") as f:
-            json.dump(res, f, indent=1)
-        with open(os.path.join(out, "results.md"), "w") as f:
-            f.write(f"`{res['command']}`\n\n" + table)
-        if rebuild_report.chart(res, os.path.join(out, "rebuild.png")):
-            print(f"wrote {out}/results.json, results.md, rebuild.png")
-        elif args.quick:
-            print(f"wrote {out}/results.json, results.md (no chart: matplotlib is not installed)")
-        else:
-            print("bench_rebuild: the chart needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
-            return 1
+    print("\n" + rebuild_report.table(res))
+    if out and not rebuild_report.write(res, out, chart_needed=not args.quick):
+        return 1
     print(f"total {res['seconds_total']:.0f} s; load average at the end {res['machine_end']['loadavg'][0]:.2f}")
     if bench.failures:
         print(f"\nbench_rebuild: {len(bench.failures)} cache-hit check(s) failed:", file=sys.stderr)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from _common import summarize
@@ -223,6 +224,24 @@ def chart(res: dict, path: str) -> bool:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
+
+
+def write(res: dict, out: str, chart_needed: bool = True) -> bool:
+    """results.json, results.md and (with matplotlib) rebuild.png in `out`;
+    False if the chart was needed and could not be drawn."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(f"`{res.get('command', '')}`\n\n" + table(res))
+    if chart(res, os.path.join(out, "rebuild.png")):
+        print(f"wrote {out}/results.json, results.md, rebuild.png")
+    elif not chart_needed:
+        print(f"wrote {out}/results.json, results.md (no chart: matplotlib is not installed)")
+    else:
+        print("bench_rebuild: the chart needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
+        return False
     return True
 
 
