@@ -371,8 +371,8 @@ def main(argv=None) -> int:
                     "(each takes minutes; default %(default)s)")
     ap.add_argument("--no-pch", dest="pch", action="store_false", help="ours without the precompiled prelude")
     ap.add_argument("--cxx", default="g++", help="the real compiler (default %(default)s)")
-    ap.add_argument("--settle", type=float, default=5.0, metavar="S",
-                    help="before each cold timed run, wait S seconds after a sync (default %(default)s)")
+    ap.add_argument("--settle", type=float, metavar="S",
+                    help="before each cold timed run, wait S seconds after a sync (default 5, 1 with --quick)")
     ap.add_argument("--scenarios", help="comma-separated, of " + ", ".join(s.name + (" (long)" if s.long else "")
                                                                           for s in SCENARIOS)
                     + " (default: all but the long ones; with --quick: the quick ones)")
@@ -390,6 +390,8 @@ def main(argv=None) -> int:
     if args.standin_only and not args.quick:
         ap.error("--standin-only is a --quick option")
     out = args.out or (None if args.quick else "bench_rebuild_results")
+    if args.settle is None:
+        args.settle = 1.0 if args.quick else 5.0
     SETTLE["seconds"] = args.settle
 
     start = machine()
