@@ -29,17 +29,12 @@ import sys
 import tempfile
 
 import _common
-from _common import TORCHGEN, spec_paths
+from _common import ours_cmd, spec_paths, torchgen_cmd
 
 
 def commands(out: str) -> dict[str, list[str]]:
-    nf, tags, d = spec_paths()
-    return {
-        "ours": [sys.executable, "-m", "codegen", "generate", "--native-functions", nf, "--tags", tags,
-                 "--derivatives", d, "--out", out, "--include", "torch/csrc/autograd/FunctionsManual.h",
-                 "--quiet"],
-        "torchgen": [sys.executable, "-c", TORCHGEN, nf, tags, d, out],
-    }
+    """The two sides of bench_rebuild.py's cold generation scenario."""
+    return {"ours": ours_cmd(*spec_paths(), out), "torchgen": torchgen_cmd(*spec_paths(), out)}
 
 
 def run_once(cmd: list[str]) -> tuple[float, float]:

@@ -12,7 +12,7 @@ Three (four) builds, each fully up to date, timed side by side in one run:
   empty    an empty SConstruct (the floor: starting SCons).
 
 Up to date requires 711 objects.  By default they come from a stand-in
-compiler (tests/fakecxx.py, writing a digest per object): SCons's no-op
+compiler (benchmarks/_cxxwrap.py, writing a digest per object): SCons's no-op
 work (graph, signatures, scanning the generated files, .sconsign) is the same
 whatever compiled the objects, and the real compile takes 711 x ~20 s.
 `--compile real` uses g++ (hours on 2 cores; the plain build then fetches
@@ -39,11 +39,7 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))
-from scons_helpers import clone  # noqa: E402
-
-from _common import python_executable_script  # noqa: E402
+from _common import REPO, Wrapper, clone, scons_cmd, sconscript_phase
 
 GEN = os.path.join("build", "torch", "gen")
 
@@ -75,8 +71,7 @@ env.Default(env.SharedLibrary(os.path.join("build", "torch", "autograd_torch_fun
 
 def scons(cwd: str, *args: str) -> tuple[float, str]:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "--debug=time", *args], cwd=cwd,
-                          capture_output=True, text=True)
+    proc = subprocess.run(scons_cmd(["-Q", "--debug=time", *args]), cwd=cwd, capture_output=True, text=True)
     dt = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.exit(f"scons {' '.join(args)} in {cwd} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
@@ -85,8 +80,8 @@ def scons(cwd: str, *args: str) -> tuple[float, str]:
 
 def read_phase(out: str) -> float:
     """SCons's own figure for reading the SConscripts, where the tool works."""
-    m = re.search(r"Total SConscript file execution time: ([\d.]+)", out)
-    return float(m.group(1)) if m else float("nan")
+    phase = sconscript_phase(out)
+    return float("nan") if phase is None else phase
 
 
 def compiles(out: str) -> int:
@@ -94,12 +89,13 @@ def compiles(out: str) -> int:
 
 
 def fake_compiler(work: str) -> str:
-    """tests/fakecxx.py as an executable of its own: SCons hashes the
-    compiler binary as a dependency of every object, and hashing the Python
-    interpreter would add a second to every run that g++ does not."""
-    with open(os.path.join(REPO, "tests", "fakecxx.py")) as f:
-        body = f.read().split("\n", 1)[1]
-    return python_executable_script(os.path.join(work, "fakecxx"), body)
+    """The stand-in compiler (digest objects, no template), as a small
+    executable of its own: SCons hashes the compiler binary as a dependency of
+    every object, and hashing the Python interpreter would add a second to
+    every run that g++ does not."""
+    wrapper = Wrapper(work)
+    wrapper.set(log=None, real_pch=0)  # a digest for the precompiled header too
+    return wrapper.path
 
 
 def setup(work: str, cxx: str, jobs: int) -> dict[str, tuple[str, list[str]]]:

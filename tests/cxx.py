@@ -1,8 +1,10 @@
-"""Compiling generated C++ against the installed torch's headers.
+"""Compiling generated C++ against the installed torch's headers, TU by TU
+(tests/test_compile_torch_specs.py: syntax checks and lone objects, no
+extension).  Building an extension goes through torch.utils.cpp_extension
+(tests/test_engine_roundtrip.py).
 
-Not a test module: helpers for the compile tests.  Flags follow what
-`torch.utils.cpp_extension` uses for a torch 2.13 extension (C++20, the
-same libstdc++ ABI); -O0 and -fsyntax-only keep CI fast.
+Not a test module.  Include paths come from `torch.utils.cpp_extension`;
+C++20 and torch's libstdc++ ABI as for a torch 2.13 extension.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,17 +29,6 @@ def torch_flags() -> list[str]:
     from torch.utils import cpp_extension
     return (["-std=c++20", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"]
             + [f"-I{p}" for p in cpp_extension.include_paths()])
-
-
-def python_flags() -> list[str]:
-    return [f"-I{sysconfig.get_paths()['include']}"]
-
-
-def link_flags() -> list[str]:
-    from torch.utils import cpp_extension
-    libs = cpp_extension.library_paths()
-    return ([f"-L{p}" for p in libs] + [f"-Wl,-rpath,{p}" for p in libs]
-            + ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"])
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ import re
 import tempfile
 from dataclasses import dataclass
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _STRUCT_RE = re.compile(r"^struct (?:TORCH_API )?(\w+) : public (\w+) \{$")
 
@@ -30,20 +29,12 @@ def torchgen_functions() -> tuple[str, str]:
     """(Functions.h, Functions.cpp) as torchgen writes them in a real build:
     load_derivatives, then match_differentiability_info adds the foreach
     infos, then gen_autograd_functions_lib."""
-    from torchgen.api import cpp
-    from torchgen.api.autograd import match_differentiability_info
-    from torchgen.gen import parse_native_yaml
+    import torchgen
     from torchgen.packaged.autograd.gen_autograd_functions import gen_autograd_functions_lib
 
-    from torchgen_reference import real_spec_paths, reference_infos  # noqa: F401 (clears caches)
-    import torchgen
-    from torchgen.packaged.autograd import load_derivatives as ld
+    from torchgen_reference import real_torchgen
 
-    nf, tags, d = real_spec_paths()
-    ld._GLOBAL_LOAD_DERIVATIVE_CACHE.clear()
-    infos, _ = ld.load_derivatives(d, nf, tags)
-    fns = sorted(parse_native_yaml(nf, tags).native_functions, key=lambda f: cpp.name(f.func))
-    match_differentiability_info(fns, infos)
+    infos, _ = real_torchgen()
     templates = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "templates")
     with tempfile.TemporaryDirectory() as out:
         gen_autograd_functions_lib(out, infos, templates)

@@ -6,15 +6,34 @@ import shutil
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from spec_facts import REPO
+
 FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'fakecxx.py')}"
+# `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
+TINY_ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
 _IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
                                  ".sconsign*", "compile_commands.json", ".benchmarks")
 
 
-def clone(dst):
-    """A copy of the working tree, as a second checkout would be."""
+_FACTS: list = []  # the torch facts file, asked of torch once per test session
+
+
+def clone(dst, torch_facts=True):
+    """A copy of the working tree, as a second checkout would be; with
+    `torch_facts`, its default build folder already holds the facts the
+    SConstruct asks of torch (torch_flags.torch_facts: a 2 s `import torch`
+    in a subprocess, which is not what these tests are about)."""
     shutil.copytree(REPO, dst, ignore=_IGNORE)
+    if torch_facts:
+        if not _FACTS:
+            import tempfile
+
+            from spec_facts import torch_flags
+            path = os.path.join(tempfile.mkdtemp(prefix="torch_facts_"), ".torch.json")
+            torch_flags.torch_facts(path)
+            _FACTS.append(path)
+        os.makedirs(os.path.join(dst, "build"))
+        shutil.copy(_FACTS[0], os.path.join(dst, "build", ".torch.json"))
     return str(dst)
 
 

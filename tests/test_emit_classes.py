@@ -1,10 +1,8 @@
-"""Our generated classes against libtorch's: the class set (711), each class's
+"""Our generated classes against libtorch's: the class set, each class's
 base and data members (installed Functions.h), and each Function's
 behaviour-bearing code (torchgen's own Functions.cpp for the same specs)."""
 
 import pytest
-
-pytest.importorskip("torchgen", reason="torch (torchgen) is the reference; not installed")
 
 from functions_reference import (installed_functions_h, our_files, our_op_infos, read_definitions,
                                  read_structs, torchgen_functions)
@@ -31,13 +29,15 @@ def ours():
     return structs
 
 
-def test_class_set_is_the_one_libtorch_ships(installed, ours):
+def test_class_set_is_the_one_libtorch_ships(installed, ours, torch_counts):
     infos = our_op_infos()
-    assert len(installed) == 711
+    assert len(installed) == torch_counts.functions > 0
     assert sorted(i.op for i in infos) == sorted(installed)
     assert sorted(ours) == sorted(installed)
-    # 649 from derivatives.yaml (view copies included) + 62 derived foreach ones
-    assert len(infos) == 649 + 62
+    # from derivatives.yaml (view copies included), then the derived foreach ones, in that order
+    derived = infos[torch_counts.from_derivatives:]
+    assert len(derived) == torch_counts.foreach_derived > 0
+    assert all(i.op.startswith("Foreach") for i in derived)
 
 
 def test_each_class_has_libtorchs_base_members_and_methods(installed, ours):
@@ -52,7 +52,8 @@ def test_each_class_has_libtorchs_base_members_and_methods(installed, ours):
             diffs.append(f"{name}.release_variables: ours={mine.release} theirs={theirs.release}")
     assert diffs == [], "\n".join(diffs[:20])
     bases = [s.base for s in installed.values()]
-    assert (bases.count("Node"), bases.count("TraceableFunction")) == (37, 674)
+    # read_structs understood every base (a view is a Node, the rest are TraceableFunctions)
+    assert set(bases) == {"Node", "TraceableFunction"} and bases.count("Node") < bases.count("TraceableFunction")
 
 
 def test_definitions_compute_what_torchgens_compute():

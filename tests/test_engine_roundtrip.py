@@ -1,32 +1,27 @@
-"""Generated Functions at work: a tiny spec of our own is generated (in our
-namespace, with a helper header given by --include), built into a Python
-extension with g++, and its Functions run in libtorch's autograd engine,
-eagerly and under compiled autograd.  This exercises what the text
-comparisons cannot: apply, release_variables, saved outputs, tensor lists,
-grad_input_mask, compiled_args and apply_with_saved."""
+"""Generated Functions at work: a tiny spec of our own (ops in `roundtrip::`)
+is generated (our namespace, a helper header given by --include), built with
+hand-written CPU kernels into a torch library by torch.utils.cpp_extension,
+and its Functions run in libtorch's autograd engine, eagerly and under
+compiled autograd.  The generated Autograd kernels (gen/ops/) create and
+connect the Functions, as VariableType does for libtorch's own ops.  This
+exercises what the text comparisons cannot: apply, release_variables, saved
+outputs, tensor lists, grad_input_mask, compiled_args and apply_with_saved."""
 
-import importlib.util
-import os
 import subprocess
 import sys
-import sysconfig
 
 import pytest
+import torch
+from torch.utils import cpp_extension
 
-torch = pytest.importorskip("torch", reason="builds a torch extension")
+from spec_facts import REPO
 
-import cxx
-
-if not cxx.have_compiler():
-    pytest.skip(f"no C++ compiler ({cxx.CXX})", allow_module_level=True)
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULE = "autograd_ext_roundtrip"
+pytestmark = pytest.mark.compile
 
 NATIVE = """\
-- func: my_mul(Tensor self, Tensor other) -> Tensor
-- func: my_exp(Tensor self) -> Tensor
-- func: my_sum_scaled(Tensor[] tensors, float scale) -> Tensor
+- func: roundtrip::my_mul(Tensor self, Tensor other) -> Tensor
+- func: roundtrip::my_exp(Tensor self) -> Tensor
+- func: roundtrip::my_sum_scaled(Tensor[] tensors, float scale) -> Tensor
 """
 
 DERIVATIVES = """\
@@ -65,77 +60,28 @@ inline std::vector<at::Tensor> scaled_grads(const at::Tensor& grad, at::TensorLi
 }
 """
 
-# Forward functions that record our Functions in the graph, as VariableType
-# does for libtorch's own.
-BINDING = """\
-#include <torch/extension.h>
-#include <torch/csrc/autograd/functions/utils.h>
-#include "Functions.h"
+# The forward CPU kernels, by hand (the generated Autograd kernels redispatch to them).
+KERNELS = """\
+#include <ATen/ATen.h>
+#include <torch/library.h>
 
-namespace gen = roundtrip::grads;
-using torch::autograd::SavedVariable;
+namespace {
+at::Tensor my_mul(const at::Tensor& self, const at::Tensor& other) { return at::mul(self, other); }
+at::Tensor my_exp(const at::Tensor& self) { return at::exp(self); }
+at::Tensor my_sum_scaled(at::TensorList tensors, double scale) { return at::stack(tensors).sum(0) * scale; }
+}  // namespace
 
-template <class F>
-static c10::intrusive_ptr<F> make_node() {
-  return c10::make_intrusive<F>();
+TORCH_LIBRARY_IMPL(roundtrip, CPU, m) {
+  m.impl("my_mul", TORCH_FN(my_mul));
+  m.impl("my_exp", TORCH_FN(my_exp));
+  m.impl("my_sum_scaled", TORCH_FN(my_sum_scaled));
 }
+"""
 
-at::Tensor my_mul(const at::Tensor& self, const at::Tensor& other) {
-  at::Tensor result;
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    result = at::mul(self, other);
-  }
-  if (torch::autograd::compute_requires_grad(self, other)) {
-    auto fn = make_node<gen::MyMulBackward0>();
-    fn->set_next_edges(torch::autograd::collect_next_edges(self, other));
-    fn->self_ = SavedVariable(self, false);
-    fn->other_ = SavedVariable(other, false);
-    torch::autograd::set_history(result, fn);
-  }
-  return result;
-}
-
-at::Tensor my_exp(const at::Tensor& self) {
-  at::Tensor result;
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    result = at::exp(self);
-  }
-  if (torch::autograd::compute_requires_grad(self)) {
-    auto fn = make_node<gen::MyExpBackward0>();
-    fn->set_next_edges(torch::autograd::collect_next_edges(self));
-    torch::autograd::set_history(result, fn);
-    fn->result_ = SavedVariable(result, true);
-  }
-  return result;
-}
-
-at::Tensor my_sum_scaled(std::vector<at::Tensor> tensors, double scale) {
-  at::Tensor result;
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    result = at::stack(tensors).sum(0) * scale;
-  }
-  if (torch::autograd::compute_requires_grad(at::TensorList(tensors))) {
-    auto fn = make_node<gen::MySumScaledBackward0>();
-    fn->set_next_edges(torch::autograd::collect_next_edges(at::TensorList(tensors)));
-    for (const auto& t : tensors) {
-      fn->tensors_.emplace_back(t, false);
-    }
-    fn->tensors_size_ = tensors.size();
-    fn->scale = scale;
-    torch::autograd::set_history(result, fn);
-  }
-  return result;
-}
-
-PYBIND11_MODULE(%s, m) {
-  m.def("my_mul", &my_mul);
-  m.def("my_exp", &my_exp);
-  m.def("my_sum_scaled", &my_sum_scaled);
-}
-""" % MODULE
+# Everything generated, in one TU (quoted includes resolve next to each file).
+OPS = ["my_mul", "my_exp", "my_sum_scaled"]
+GENERATED = "\n".join(['#include "gen/unity/bucket_0.cpp"'] +
+                      [f'#include "gen/ops/roundtrip_{op}.cpp"' for op in OPS]) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -145,27 +91,20 @@ def ext(tmp_path_factory):
     (root / "include" / "roundtrip_helpers.h").write_text(HELPERS)
     (root / "nf.yaml").write_text(NATIVE)
     (root / "d.yaml").write_text(DERIVATIVES)
-    (root / "binding.cpp").write_text(BINDING)
+    (root / "kernels.cpp").write_text(KERNELS)
+    (root / "generated.cpp").write_text(GENERATED)
     gen = subprocess.run(
         [sys.executable, "-m", "codegen", "generate", "--native-functions", str(root / "nf.yaml"),
          "--derivatives", str(root / "d.yaml"), "--out", str(root / "gen"), "--namespace",
          "roundtrip::grads", "--include", "roundtrip_helpers.h", "--unity", "1"],
         cwd=REPO, capture_output=True, text=True)
     assert gen.returncode == 0, gen.stderr
-    flags = cxx.torch_flags() + cxx.python_flags() + [
-        "-O0", "-w", "-DTORCH_API_INCLUDE_EXTENSION_H", f"-I{root / 'include'}", f"-I{root / 'gen'}"]
-    objs = ["binding.o", "functions.o"]
-    results = cxx.run_all([[cxx.CXX, *flags, "-c", "binding.cpp", "-o", objs[0]],
-                           [cxx.CXX, *flags, "-c", "gen/unity/bucket_0.cpp", "-o", objs[1]]], cwd=str(root))
-    failed = [str(r) for r in results if r.returncode != 0]
-    assert failed == [], "\n\n".join(failed)
-    so = MODULE + sysconfig.get_config_var("EXT_SUFFIX")
-    link = cxx.run([cxx.CXX, "-shared", *objs, "-o", so, *cxx.link_flags()], cwd=str(root))
-    assert link.returncode == 0, str(link)
-    spec = importlib.util.spec_from_file_location(MODULE, str(root / so))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    assert sorted(p.name for p in (root / "gen" / "ops").iterdir()) == sorted(f"roundtrip_{op}.cpp" for op in OPS)
+    (root / "build").mkdir()
+    cpp_extension.load("autograd_ext_roundtrip", [str(root / "kernels.cpp"), str(root / "generated.cpp")],
+                       extra_cflags=["-O0", "-w"], extra_include_paths=[str(root / "include"), str(root)],
+                       build_directory=str(root / "build"), is_python_module=False, verbose=False)
+    return torch.ops.roundtrip
 
 
 def leaves(*shape, n=2):

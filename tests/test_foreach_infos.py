@@ -1,28 +1,15 @@
 """The out-of-place foreach infos we derive equal those libtorch's build
 derives (torchgen's match_differentiability_info), in the same order."""
 
-import pytest
-
-pytest.importorskip("torchgen", reason="torch (torchgen) is the reference; not installed")
-
-from torchgen_reference import real_spec_paths
-
 from codegen.foreach import derive_foreach_infos
 from codegen.load_derivatives import infos_from_specs, load_specs
+from torchgen_reference import real_torchgen
 
 
-def _theirs(nf, tags, d):
-    from torchgen.api import cpp
-    from torchgen.api.autograd import match_differentiability_info
-    from torchgen.gen import parse_native_yaml
-    from torchgen.packaged.autograd import load_derivatives as ld
-
-    ld._GLOBAL_LOAD_DERIVATIVE_CACHE.clear()
-    infos, _ = ld.load_derivatives(d, nf, tags)
-    n = len(infos)
-    fns = sorted(parse_native_yaml(nf, tags).native_functions, key=lambda f: cpp.name(f.func))
-    match_differentiability_info(fns, infos)
-    return [per_key["Default"] for per_key in list(infos.values())[n:]]
+def _theirs():
+    """The infos torchgen's match_differentiability_info appends."""
+    infos, loaded = real_torchgen()
+    return [per_key["Default"] for per_key in list(infos.values())[loaded:]]
 
 
 def _saved(attrs, theirs=False):
@@ -31,12 +18,12 @@ def _saved(attrs, theirs=False):
     return sorted((a.name, a.type, a.expr) for a in attrs)
 
 
-def test_derived_foreach_infos_match_torchgen():
-    nf, tags, d = real_spec_paths()
+def test_derived_foreach_infos_match_torchgen(torch_specs, torch_counts):
+    nf, tags, d = torch_specs
     specs = load_specs(nf, d, tags)
     ours = derive_foreach_infos(infos_from_specs(specs), specs.native)
-    theirs = _theirs(nf, tags, d)
-    assert len(ours) == len(theirs) == 62
+    theirs = _theirs()
+    assert len(ours) == len(theirs) == torch_counts.foreach_derived
     for a, b in zip(ours, theirs):
         assert (a.op, a.name, str(a.func.func)) == (b.op, b.name, str(b.func.func))
         assert [(x.name, x.type) for x in a.args_with_derivatives] == \
@@ -56,8 +43,8 @@ def test_derived_foreach_infos_match_torchgen():
               sorted(f.required_inputs_primal or ())) for f in b.forward_derivatives], a.op
 
 
-def test_derivation_is_deterministic():
-    nf, tags, d = real_spec_paths()
+def test_derivation_is_deterministic(torch_specs):
+    nf, tags, d = torch_specs
     specs = load_specs(nf, d, tags)
     infos = infos_from_specs(specs)
     first = derive_foreach_infos(infos, specs.native)

@@ -1,7 +1,8 @@
 """codegen.incremental without SCons: keys, manifest, fast path, crash safety.
 
 Each test generates the tiny test specs (tests/fixtures/tiny_ext) into a temporary
-folder and counts what a second update rewrites.
+folder and counts what a second update rewrites.  The edit scenarios are the
+ones tests/test_scons_incremental.py runs through `scons` (tests/scenarios.py).
 """
 
 import dataclasses
@@ -13,20 +14,17 @@ import sys
 
 import pytest
 
+import scenarios
 from codegen import incremental
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
 from scons_helpers import tree
+from spec_facts import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLE = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
-# The op kernels have tests of their own (test_extension.py); these count Functions.
+EXAMPLE = scenarios.TINY
+# The op kernels have tests of their own (test_kernels.py, test_scons_example.py); these count Functions.
 FUNCTIONS_ONLY = EmitOptions(kernels=False)
-OPS = ["MulBackward0", "MulBackward1", "ScaleBackward0"]
-
-MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
-  self: grad * other
-"""
+OPS = list(scenarios.OPS)
 
 
 class Specs:
@@ -53,10 +51,7 @@ class Specs:
                                   render=self.render, **kw)
 
     def edit(self, which, old, new):
-        path = self.nf if which == "nf" else self.d
-        text = open(path).read()
-        assert old in text, old
-        open(path, "w").write(text.replace(old, new, 1))
+        scenarios.edit(self.nf if which == "nf" else self.d, old, new)
 
     def snapshot(self):
         """relpath -> (bytes, mtime_ns) of every file under the output folder."""
@@ -83,88 +78,52 @@ def specs(tmp_path):
     return s
 
 
-def test_noop_skips_parsing_and_writes_nothing(specs):
+@pytest.mark.parametrize("sc", scenarios.EDITS, ids=lambda s: s.name)
+def test_edit_regenerates_exactly_what_changed(specs, sc):
     before = specs.snapshot()
+    sc.apply(specs.root)
     r = specs.update()
-    assert (r.parsed, r.regenerated, r.removed, r.unchanged) == (False, [], [], 3)
+    assert (r.parsed, sorted(r.regenerated), r.removed, r.ops) == \
+        (sc.parsed, list(sc.regenerated), list(sc.removed), list(sc.ops))
+    assert r.reasons == sc.reasons
+    assert r.unchanged == len(sc.ops) - len(sc.regenerated)
+    changed, added, gone = rewritten(before, specs.snapshot())
+    written = {p for p in changed | added if p.startswith("functions/")}
+    # every regenerated Function's .cpp is written, nothing else but its header
+    assert {f"functions/{op}.cpp" for op in sc.regenerated} <= written <= \
+        {f"functions/{op}.{x}" for op in sc.regenerated for x in ("h", "cpp")}
+    assert gone == {f"functions/{op}.{x}" for op in sc.removed for x in ("h", "cpp")}
+    assert (".autograd_manifest" in changed) == sc.parsed
+    assert r.sources == [f"functions/{op}.cpp" for op in sc.ops]
+
+
+def test_noop_report(specs):
+    r = specs.update()
     assert specs.parses == 1  # only the cold run parsed
-    assert specs.snapshot() == before
-    assert r.sources == [f"functions/{op}.cpp" for op in OPS]
     assert incremental.report(r) == "3 Functions: 0 regenerated, 3 unchanged, 0 removed; " \
                                     "inputs unchanged (specs not parsed)"
 
 
-def test_comment_edit_parses_but_rewrites_nothing(specs):
-    before = specs.snapshot()
-    specs.edit("d", "# Backward formulas", "# Edited comment. Backward formulas")
+def test_formula_edit_report_and_explain(specs):
+    scenarios.BY_NAME["formula"].apply(specs.root)
     r = specs.update()
-    assert r.parsed and r.regenerated == [] and r.reasons == {}
-    assert rewritten(before, specs.snapshot()) == ({".autograd_manifest"}, set(), set())
-
-
-def test_editing_one_entry_regenerates_exactly_that_op(specs):
-    before = specs.snapshot()
-    specs.edit("d", "self: grad * alpha", "self: grad * alpha * 2")
-    r = specs.update()
-    assert r.regenerated == ["ScaleBackward0"] and r.reasons == {"ScaleBackward0": "derivatives entry changed"}
-    changed, added, gone = rewritten(before, specs.snapshot())
-    assert changed == {"functions/ScaleBackward0.cpp", ".autograd_manifest"} and not added and not gone
     assert "derivatives entry changed: 1 (ScaleBackward0)" in incremental.report(r)
     assert incremental.explain(r, "ScaleBackward0").startswith(
         "ScaleBackward0: regenerated: derivatives entry changed")
     assert incremental.explain(r, "MulBackward0").startswith("MulBackward0: up to date: key")
 
 
-def test_editing_a_native_schema_regenerates_only_its_ops(specs):
-    before = specs.snapshot()
-    # A new defaulted argument: schema and entry name change together.
-    specs.edit("nf", "scale(Tensor self, float alpha) -> Tensor",
-               "scale(Tensor self, float alpha, *, bool fast=False) -> Tensor")
-    specs.edit("d", "scale(Tensor self, float alpha) -> Tensor",
-               "scale(Tensor self, float alpha, *, bool fast=False) -> Tensor")
+def test_native_only_edit_explains_identical_output(specs):
+    scenarios.BY_NAME["native only"].apply(specs.root)
     r = specs.update()
-    assert r.regenerated == ["ScaleBackward0"]
-    changed, _, _ = rewritten(before, specs.snapshot())
-    assert {c for c in changed if c.startswith("functions/")} <= {
-        "functions/ScaleBackward0.h", "functions/ScaleBackward0.cpp"}
-
-
-def test_native_only_edit_rekeys_matched_op_but_rewrites_identical_text(specs):
-    specs.edit("nf", "myops::scale(Tensor self, float alpha) -> Tensor\n  variants: function",
-               "myops::scale(Tensor self, float alpha) -> Tensor\n  variants: function\n"
-               "  dispatch:\n    CPU: scale_cpu")
-    before = specs.snapshot()
-    r = specs.update()
-    assert r.reasons == {"ScaleBackward0": "native function changed"} and r.regenerated == []
     assert "output identical" in incremental.explain(r, "ScaleBackward0")
-    assert {p for p in rewritten(before, specs.snapshot())[0]} == {".autograd_manifest"}
 
 
-def test_renumbering_regenerates_exactly_the_renamed_ops(specs):
-    before = specs.snapshot()
-    specs.edit("nf", "- func: myops::mul.Scalar",
-               "- func: myops::mul.int(Tensor self, int other) -> Tensor\n  variants: function\n\n"
-               "- func: myops::mul.Scalar")
-    specs.edit("d", MUL_SCALAR, "- name: mul.int(Tensor self, int other) -> Tensor\n"
-               "  self: grad * other\n\n" + MUL_SCALAR)
+def test_removed_entry_takes_its_objects_and_umbrella_line(specs):
+    for op in ("MulBackward1", "ScaleBackward0"):
+        open(os.path.join(specs.out, "functions", f"{op}.os"), "w").write("object")
+    scenarios.BY_NAME["entry removed"].apply(specs.root)
     r = specs.update()
-    assert r.ops == ["MulBackward0", "MulBackward1", "MulBackward2", "ScaleBackward0"]
-    # mul.int takes the name MulBackward1; mul.Scalar moves to MulBackward2.
-    assert sorted(r.regenerated) == ["MulBackward1", "MulBackward2"]
-    assert r.reasons["MulBackward2"] == "renamed from MulBackward1"
-    changed, added, gone = rewritten(before, specs.snapshot())
-    assert {p for p in changed | added if p.startswith("functions/")} == {
-        f"functions/MulBackward{i}.{x}" for i in (1, 2) for x in ("h", "cpp")}
-    assert not gone
-
-
-def test_removing_an_entry_deletes_its_files_and_objects(specs):
-    obj = os.path.join(specs.out, "functions", "MulBackward1.os")
-    open(obj, "w").write("object")
-    open(os.path.join(specs.out, "functions", "ScaleBackward0.os"), "w").write("object")
-    specs.edit("d", MUL_SCALAR, "")
-    r = specs.update()
-    assert r.removed == ["MulBackward1"] and r.regenerated == [] and r.ops == ["MulBackward0", "ScaleBackward0"]
     names = sorted(os.listdir(os.path.join(specs.out, "functions")))
     assert names == ["MulBackward0.cpp", "MulBackward0.h", "ScaleBackward0.cpp", "ScaleBackward0.h",
                      "ScaleBackward0.os"]
@@ -214,7 +173,7 @@ def test_output_deleted_or_edited_behind_our_back_is_regenerated(specs):
 def test_output_edited_while_specs_changed_is_regenerated_too(specs):
     with open(os.path.join(specs.out, "functions", "MulBackward1.cpp"), "a") as f:
         f.write("// hand edit\n")
-    specs.edit("d", "self: grad * alpha", "self: grad * alpha * 2")
+    specs.edit(*scenarios.FORMULA)
     r = specs.update()
     assert r.reasons == {"MulBackward1": "output missing or modified on disk",
                          "ScaleBackward0": "derivatives entry changed"}
@@ -224,7 +183,7 @@ def test_output_edited_while_specs_changed_is_regenerated_too(specs):
 def test_yaml_error_leaves_outputs_and_manifest_untouched(specs):
     before = specs.snapshot()
     good = open(specs.d).read()
-    specs.edit("d", "  self: grad * alpha", "  self: [grad * alpha")
+    specs.edit(*scenarios.YAML_ERROR)
     with pytest.raises(SpecError) as e:
         specs.update()
     assert str(e.value).startswith(specs.d + ":") and "\n" not in str(e.value)
@@ -252,7 +211,7 @@ def test_options_and_generator_changes_rekey_everything(specs, monkeypatch):
 
 def test_dry_run_writes_nothing(specs):
     before = specs.snapshot()
-    specs.edit("d", "self: grad * alpha", "self: grad * alpha * 2")
+    specs.edit(*scenarios.FORMULA)
     r = specs.update(dry_run=True)
     assert r.regenerated == ["ScaleBackward0"] and r.dry_run
     assert "would be 1 regenerated" in incremental.report(r)
@@ -286,8 +245,8 @@ incremental.update({out!r}, {nf!r}, {d!r}, opts=EmitOptions(kernels=False))
 @pytest.mark.parametrize("after", [1, 2, 3])
 def test_sigkill_mid_generation_then_update_equals_clean_build(specs, after):
     # Two ops edited: two .cpp writes, then the manifest (the 3rd rename).
-    specs.edit("d", "self: grad * alpha", "self: grad * alpha * 2")
-    specs.edit("d", "self: grad * other\n", "self: grad * other * 3\n")
+    specs.edit(*scenarios.FORMULA)
+    specs.edit(*scenarios.FORMULA_MUL)
     code = KILLER.format(repo=REPO, after=after, out=specs.out, nf=specs.nf, d=specs.d)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()

@@ -11,6 +11,8 @@ import pytest
 
 from scons_helpers import REPO, compiled, edit, linked, report, scons
 
+pytestmark = pytest.mark.compile  # the host project builds with g++
+
 SITE = os.path.join(REPO, "site_scons")
 
 SCONSTRUCT = f"""

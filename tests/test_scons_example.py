@@ -20,17 +20,15 @@ import pytest
 
 from scons_helpers import clone, compiled, edit, linked, report, scons
 
-torch = pytest.importorskip("torch")
-import extension_checks as checks  # noqa: E402
+import extension_checks as checks
+from spec_facts import REPO, example_ops
+
+pytestmark = pytest.mark.compile
 
 LIB = os.path.join("build", "example", "myops_ext.so")
-FUNCTIONS = ["AffineBackward0", "BmulBackward0", "CubeBackward0", "GatherRowsBackward0", "MaskedScaleBackward0",
-             "MyexpBackward0", "RowSumBackward0", "ScaleBackward0", "SincosSignBackward0", "SoftClipBackward0",
-             "StackSumBackward0"]
-KERNELS = ["myops_affine", "myops_bmul", "myops_cube", "myops_gather_rows", "myops_masked_scale", "myops_myexp",
-           "myops_row_sum", "myops_scale", "myops_scale_", "myops_scale_out", "myops_sincos_sign",
-           "myops_soft_clip", "myops_stack_sum"]
-OBJECTS = sorted([f + ".os" for f in FUNCTIONS + KERNELS] + ["kernels.os"])
+EXAMPLE = example_ops(os.path.join(REPO, "specs"))
+FUNCTIONS, KERNELS, OBJECTS = EXAMPLE.functions, EXAMPLE.kernels, EXAMPLE.objects
+N_F, N_K = len(FUNCTIONS), len(KERNELS)
 # -O0: these tests are about what gets built, not how fast it runs.
 ARGS = ("-j2", "OPT=-O0")
 
@@ -61,8 +59,9 @@ def test_cold_build_compiles_every_function_and_kernel(cold):
     root, out = cold
     assert compiled(out) == OBJECTS
     line = report(out)[0]
-    assert line.startswith("build/example/gen: 11 Functions + 13 op kernels: 24 regenerated, 0 unchanged")
-    assert line.endswith("; 24 objects recompiled")
+    assert line.startswith(f"build/example/gen: {N_F} Functions + {N_K} op kernels: {N_F + N_K} regenerated, "
+                           "0 unchanged")
+    assert line.endswith(f"; {N_F + N_K} objects recompiled")
     symbols = subprocess.run(["nm", "-DC", "--defined-only", os.path.join(root, LIB)],
                              capture_output=True, text=True).stdout
     for op in FUNCTIONS:
@@ -96,8 +95,9 @@ def test_second_build_regenerates_nothing_and_compiles_nothing(cold, cache):
     out = scons(root, *ARGS, f"CACHEDIR={cache}").stdout
     assert compiled(out) == [] and linked(out, "myops_ext.so") is None
     assert f"`{LIB}' is up to date." in out
-    assert report(out) == ["build/example/gen: 11 Functions + 13 op kernels: 0 regenerated, 24 unchanged, "
-                           "0 removed; inputs unchanged (specs not parsed); 0 objects recompiled"]
+    assert report(out) == [f"build/example/gen: {N_F} Functions + {N_K} op kernels: 0 regenerated, "
+                           f"{N_F + N_K} unchanged, 0 removed; inputs unchanged (specs not parsed); "
+                           "0 objects recompiled"]
 
 
 def test_second_checkout_sharing_the_cachedir_compiles_nothing(cold, cache, tmp_path):
@@ -140,7 +140,8 @@ def test_editing_one_formula_recompiles_one_object_and_changes_the_gradient(cold
     lines = report(out)
     # The kernels of scale and scale_ are re-keyed (their Function's info
     # changed) but render the same bytes: not rewritten, not recompiled.
-    assert lines[0] == ("build/example/gen: 11 Functions + 13 op kernels: 1 regenerated, 23 unchanged, "
+    assert lines[0] == (f"build/example/gen: {N_F} Functions + {N_K} op kernels: 1 regenerated, "
+                        f"{N_F + N_K - 1} unchanged, "
                         "0 removed; derivatives entry changed: 3 (ScaleBackward0, myops::scale, "
                         "myops::scale_); 2 re-rendered identical, left untouched; 1 object recompiled")
     assert lines[1].startswith("explain: ScaleBackward0: regenerated: derivatives entry changed")

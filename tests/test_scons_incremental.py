@@ -3,7 +3,8 @@
 These runs use tests/fakecxx.py as the compiler: SCons decides what to
 rebuild exactly as with g++ (same graph, same signatures), the compiler just
 does not spend 20 s per TU.  tests/test_scons_example.py does the same with
-the real compiler and loads the result.
+the real compiler and loads the result.  The edit scenarios are the ones
+tests/test_incremental.py runs on codegen.incremental alone (tests/scenarios.py).
 """
 
 import os
@@ -11,77 +12,59 @@ import shutil
 
 import pytest
 
-from scons_helpers import FAKE_CXX, clone, compiled, edit, linked, report, scons, tree
+import scenarios
+from scons_helpers import TINY_ARGS, clone, compiled, edit, linked, report, scons, tree
 
 TINY = ("tests", "fixtures", "tiny_ext")  # Functions only: counts stay about Functions
-ARGS = ("-j2", f"CXX={FAKE_CXX}", f"EXAMPLE={'/'.join(TINY)}")
+ARGS = TINY_ARGS
 GEN = os.path.join("build", "example", "gen")
 LIB = "myops_ext.so"
-ALL_OBJECTS = ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os", "module.os"]
-MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
-  self: grad * other
-"""
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = clone(tmp_path_factory.mktemp("fake") / "repo")
-    out = scons(root, *ARGS).stdout
-    assert compiled(out) == ALL_OBJECTS
-    assert report(out)[0].startswith("build/example/gen: 3 Functions: 3 regenerated, 0 unchanged, 0 removed")
-    return root
+OWN_OBJECTS = ["module.os"]  # the fixture's hand-written C++
+ALL_OBJECTS = sorted([op + ".os" for op in scenarios.OPS] + OWN_OBJECTS)
 
 
 @pytest.fixture
-def proj(built, tmp_path):
+def proj(tiny_checkout, tmp_path):
     """A private copy of the built checkout (mtimes kept: it is up to date)."""
-    return shutil.copytree(built, tmp_path / "repo", symlinks=True)
+    return shutil.copytree(tiny_checkout[0], tmp_path / "repo", symlinks=True)
+
+
+def test_cold_build_compiles_everything(tiny_checkout):
+    out = tiny_checkout[1]
+    assert compiled(out) == ALL_OBJECTS
+    n = len(scenarios.OPS)
+    assert report(out)[0].startswith(f"build/example/gen: {n} Functions: {n} regenerated, 0 unchanged, 0 removed")
 
 
 def path(proj, *parts):
     return os.path.join(proj, *parts)
 
 
-def test_noop_build_regenerates_and_recompiles_nothing(proj):
+@pytest.mark.parametrize("sc", scenarios.EDITS, ids=lambda s: s.name)
+def test_edit_recompiles_exactly_the_regenerated_functions(proj, sc):
+    sc.apply(path(proj, *TINY))
     out = scons(proj, *ARGS).stdout
-    assert compiled(out) == [] and linked(out, LIB) is None
-    assert f"`build/example/{LIB}' is up to date." in out
-    assert report(out) == ["build/example/gen: 3 Functions: 0 regenerated, 3 unchanged, 0 removed; "
-                           "inputs unchanged (specs not parsed); 0 objects recompiled"]
+    assert compiled(out) == sc.objects
+    relinked = bool(sc.regenerated or sc.removed)
+    assert linked(out, LIB) == (sorted([op + ".os" for op in sc.ops] + OWN_OBJECTS) if relinked else None)
+    n, regen = len(sc.ops), len(sc.regenerated)
+    line = report(out)[0]
+    assert line.startswith(f"build/example/gen: {n} Functions: {regen} regenerated, {n - regen} unchanged, "
+                           f"{len(sc.removed)} removed")
+    assert ("inputs unchanged (specs not parsed)" in line) == (not sc.parsed)
+    assert sorted(os.listdir(path(proj, GEN, "functions"))) == sorted(
+        f"{op}.{x}" for op in sc.ops for x in ("cpp", "h", "os"))
+    if relinked:  # and then it is up to date
+        again = scons(proj, *ARGS).stdout
+        assert compiled(again) == [] and f"`build/example/{LIB}' is up to date." in again
+    else:
+        assert f"`build/example/{LIB}' is up to date." in out
 
 
-def test_schema_edit_recompiles_only_the_matched_op(proj):
-    for f in ("native_functions.yaml", "derivatives.yaml"):
-        edit(path(proj, *TINY, f), "scale(Tensor self, float alpha) -> Tensor",
-             "scale(Tensor self, float alpha, *, bool fast=False) -> Tensor")
-    out = scons(proj, *ARGS).stdout
-    assert compiled(out) == ["ScaleBackward0.os"]
-    assert linked(out, LIB) == ALL_OBJECTS
-    assert "1 regenerated, 2 unchanged, 0 removed; derivatives entry changed: 1 (ScaleBackward0)" \
-        in report(out)[0]
-
-
-def test_renumbering_recompiles_exactly_the_renamed_ops(proj):
-    edit(path(proj, *TINY, "native_functions.yaml"), "- func: myops::mul.Scalar",
-         "- func: myops::mul.int(Tensor self, int other) -> Tensor\n  variants: function\n\n"
-         "- func: myops::mul.Scalar")
-    edit(path(proj, *TINY, "derivatives.yaml"), MUL_SCALAR,
-         "- name: mul.int(Tensor self, int other) -> Tensor\n  self: grad * other\n\n" + MUL_SCALAR)
+def test_renumbering_explains_the_rename(proj):
+    scenarios.BY_NAME["renumbering"].apply(path(proj, *TINY))
     out = scons(proj, *ARGS, "--autograd-explain=MulBackward2").stdout
-    assert compiled(out) == ["MulBackward1.os", "MulBackward2.os"]
-    assert linked(out, LIB) == sorted(ALL_OBJECTS + ["MulBackward2.os"])
     assert "explain: MulBackward2: regenerated: renamed from MulBackward1" in "\n".join(report(out))
-
-
-def test_removed_entry_loses_its_files_and_leaves_the_link(proj):
-    edit(path(proj, *TINY, "derivatives.yaml"), MUL_SCALAR, "")
-    out = scons(proj, *ARGS).stdout
-    assert compiled(out) == []
-    assert linked(out, LIB) == ["MulBackward0.os", "ScaleBackward0.os", "module.os"]
-    assert sorted(os.listdir(path(proj, GEN, "functions"))) == [
-        f"{op}.{x}" for op in ("MulBackward0", "ScaleBackward0") for x in ("cpp", "h", "os")]
-    assert "0 regenerated, 2 unchanged, 1 removed" in report(out)[0]
-    assert compiled(scons(proj, *ARGS).stdout) == []
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncated"])
@@ -109,8 +92,8 @@ os.replace = _die_after
 
 
 def test_killed_generation_then_build_equals_clean_build(proj, tmp_path):
-    edit(path(proj, *TINY, "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
-    edit(path(proj, *TINY, "derivatives.yaml"), "  self: grad * other\n  other:", "  self: other * grad\n  other:")
+    for _, old, new in (scenarios.FORMULA, scenarios.FORMULA_MUL):
+        edit(path(proj, *TINY, "derivatives.yaml"), old, new)
     killed = scons(proj, *ARGS, prelude=KILL_AFTER_FIRST_WRITE, check=False)
     assert killed.returncode == -9
     out = scons(proj, *ARGS).stdout
@@ -131,7 +114,7 @@ def snapshot(root):
 def test_yaml_error_is_one_located_line_and_touches_nothing(proj):
     d = path(proj, *TINY, "derivatives.yaml")
     good = open(d).read()
-    edit(d, "  self: grad * alpha", "  self: [grad * alpha")
+    edit(d, *scenarios.YAML_ERROR[1:])
     before = snapshot(path(proj, "build"))
     proc = scons(proj, *ARGS, check=False)
     assert proc.returncode != 0
@@ -153,7 +136,7 @@ def test_clean_removes_generated_sources_then_build_restores_them(proj):
 
 
 def test_dry_run_reports_and_writes_nothing(proj):
-    edit(path(proj, *TINY, "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
+    edit(path(proj, *TINY, "derivatives.yaml"), *scenarios.FORMULA[1:])
     before = snapshot(path(proj, "build"))
     out = scons(proj, "-n", *ARGS).stdout
     assert "would be 1 regenerated" in report(out)[0]

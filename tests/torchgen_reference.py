@@ -9,21 +9,14 @@ requires torch.
 
 from __future__ import annotations
 
-import os
+import functools
 from typing import Any
 
 
 def real_spec_paths() -> tuple[str, str, str]:
     """(native_functions.yaml, tags.yaml, derivatives.yaml) shipped with torchgen."""
-    import torchgen
-
-    packaged = os.path.join(os.path.dirname(torchgen.__file__), "packaged")
-    native = os.path.join(packaged, "ATen", "native")
-    return (
-        os.path.join(native, "native_functions.yaml"),
-        os.path.join(native, "tags.yaml"),
-        os.path.join(packaged, "autograd", "derivatives.yaml"),
-    )
+    from spec_facts import torch_specs
+    return torch_specs()
 
 
 def _saved_attribute(sa: Any) -> dict:
@@ -69,35 +62,45 @@ def _info(info: Any, key: str) -> dict:
     }
 
 
-def reference_infos(native_functions: str, tags: str, derivatives: str) -> dict:
-    """Run torchgen's load_derivatives and convert its result to our JSON shape.
+def torchgen_load(native_functions: str, tags: str, derivatives: str, foreach: bool = False) -> tuple[dict, int]:
+    """torchgen's infos (FunctionSchema -> {dispatch key -> info}), read
+    afresh, and how many load_derivatives returned: with `foreach`,
+    match_differentiability_info has then appended the derived foreach infos
+    (as gen_autograd does in a real build).
 
-    Order: the outer dict (FunctionSchema -> {dispatch key -> info}) in
-    insertion order, i.e. derivatives.yaml order followed by the synthesised
-    {view}_copy infos; inner dicts in their own insertion order.
-    """
+    torchgen memoises by *path* at three levels: load_derivatives (per
+    (derivatives, native_functions) paths), parse_native_yaml (per native
+    path only) and parse_tags_yaml (global dict + functools.cache). They are
+    all cleared, so each call really re-reads the given files, even when a
+    file at the same path has changed since the last call."""
     import torchgen.gen as gen
+    from torchgen.api import cpp
+    from torchgen.api.autograd import match_differentiability_info
     from torchgen.packaged.autograd import load_derivatives as ld
 
-    # torchgen memoises by *path* at three levels: load_derivatives (per
-    # (derivatives, native_functions) paths), parse_native_yaml (per native
-    # path only) and parse_tags_yaml (global dict + functools.cache). Clear
-    # them all so each call really re-reads the given files, even when a
-    # file at the same path has changed since the last call.
     ld._GLOBAL_LOAD_DERIVATIVE_CACHE.clear()
     gen._GLOBAL_PARSE_NATIVE_YAML_CACHE.clear()
     gen._GLOBAL_PARSE_TAGS_YAML_CACHE.clear()
     gen.parse_tags_yaml.cache_clear()
-    infos, _used_dispatch_keys = ld.load_derivatives(
-        derivatives, native_functions, tags
-    )
-    return {
-        "infos": [
-            _info(info, key)
-            for per_key in infos.values()
-            for key, info in per_key.items()
-        ]
-    }
+    infos, _used_dispatch_keys = ld.load_derivatives(derivatives, native_functions, tags)
+    loaded = len(infos)
+    if foreach:
+        fns = sorted(gen.parse_native_yaml(native_functions, tags).native_functions,
+                     key=lambda f: cpp.name(f.func))
+        match_differentiability_info(fns, infos)
+    return infos, loaded
+
+
+@functools.lru_cache(maxsize=None)
+def real_torchgen() -> tuple[dict, int]:
+    """torchgen_load of torch's installed specs with the foreach infos, once
+    per session (callers must not mutate it)."""
+    return torchgen_load(*real_spec_paths(), foreach=True)
+
+
+def to_json(infos: dict, n: int | None = None) -> dict:
+    """The first n of torchgen's infos in our JSON shape (`python -m codegen infos`)."""
+    return {"infos": [_info(info, key) for per_key in list(infos.values())[:n] for key, info in per_key.items()]}
 
 
 _MISSING = object()

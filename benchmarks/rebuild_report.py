@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""bench_rebuild.py's figures as results.json's rows, the Markdown table and the chart.
+
+    python benchmarks/rebuild_report.py DIR/results.json [--chart DIR/rebuild.png]
+
+Every scenario is given in wall seconds and in CPU time counted in header
+parses: the CPU time (user + sys, children included) of compiling, in the
+same run, one TU that contains only `#include "prelude_impl.h"` (the example
+extension's generated prelude, -O2, torch's flags).  That unit travels
+between machines better than seconds do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from _common import summarize
+from rebuild_scenarios import BY_NAME, LINE, MARKERS, TEMPLATE_OP
+
+
+def fmt(s: dict | None, digits: int = 2) -> str:
+    if not s or s.get("median") is None:
+        return "–"
+    if s["n"] == 1:
+        return f"{s['median']:.{digits}f}"
+    return f"{s['median']:.{digits}f} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
+
+
+def hp(cpu: float | None, unit: float | None) -> str:
+    """CPU seconds in header parses."""
+    if cpu is None or not unit:
+        return "–"
+    return f"{cpu / unit:.1f}"
+
+
+def label(name: str) -> str:
+    return BY_NAME[name].label if name in BY_NAME else name
+
+
+def summarize_runs(runs: dict, floor: dict, n_functions: int | None, jobs: int, pch: bool) -> dict:
+    """bench_rebuild's raw figures (scenario -> side -> one dict per
+    repetition) as the rows of results.json: medians, CPU, torchgen's total,
+    the speed-up; the targets."""
+    res: dict = {"scenarios": {}}
+    for name, sides in runs.items():
+        if not sides:
+            continue
+        row: dict = {"label": label(name), "raw": sides}
+        for side, xs in sides.items():
+            row[side] = summarize([x["wall"] for x in xs])
+            row[side + "_cpu"] = summarize([x["cpu"] for x in xs])
+        if "ours_full" in sides:
+            full = sides["ours_full"]
+            row["compiled"] = full[0]["compiled"]
+            row["compile_real"] = all(x["compile_real"] for x in full) or not full[0]["compiled"]
+        if "torchgen" in sides:
+            tg = sides["torchgen"]
+            comp = [x for x in tg if x["compile_s"] is not None]
+            row["torchgen_changed"] = any(x["changed"] for x in tg)
+            row["torchgen_compile"] = summarize([x["compile_s"] for x in comp])
+            gen, gen_cpu = row["torchgen"]["median"], row["torchgen_cpu"]["median"]
+            row["torchgen_total"], row["torchgen_total_cpu"] = gen, gen_cpu
+            if row["torchgen_changed"]:
+                row["torchgen_total"] = gen + row["torchgen_compile"]["median"] if comp else None
+                row["torchgen_total_cpu"] = (gen_cpu + summarize([x["compile_cpu"] for x in comp])["median"]
+                                             if comp else None)
+            if "ours_full" in row and row["torchgen_total"] and row["compile_real"]:
+                row["speedup"] = row["torchgen_total"] / row["ours_full"]["median"]
+        res["scenarios"][name] = row
+    per_tu = floor.get("per_tu_with_pch" if pch else "per_tu_without_pch")
+    if "cold" in res["scenarios"] and per_tu and per_tu["median"] and n_functions:
+        res["scenarios"]["cold"]["ours_full_estimate"] = (
+            (floor.get("pch_build_s") or 0) + n_functions * per_tu["median"] / jobs + (floor.get("cold_link_s") or 0))
+    res["floor"] = floor
+    res["criteria"] = criteria(res["scenarios"])
+    return res
+
+
+def criteria(sc: dict) -> list[dict]:
+    """The targets the README states, met or not."""
+    out = []
+    f1 = sc.get("formula1", {})
+    if f1.get("speedup"):
+        out.append({"what": "1 formula: torchgen (generate + compile Functions.cpp) / ours (generate + compile "
+                            "+ relink)", "value": f1["speedup"], "limit": ">= 10", "ok": f1["speedup"] >= 10})
+    noop = sc.get("noop", {})
+    if "ours_full" in noop and "empty" in noop:
+        d = noop["ours_full"]["median"] - noop["empty"]["median"]
+        out.append({"what": "no-op: ours (scons) - empty SConstruct, seconds", "value": d, "limit": "<= 0.5",
+                    "ok": d <= 0.5})
+    cold = sc.get("cold", {})
+    for side, what in (("ours_generate", "scons generate"), ("ours_cli", "python -m codegen generate")):
+        if side in cold and "torchgen" in cold:
+            r = cold[side]["median"] / cold["torchgen"]["median"]
+            out.append({"what": f"cold generation: ours ({what}) / torchgen", "value": r, "limit": "<= 0.25",
+                        "ok": r <= 0.25})
+    return out
+
+def table(res: dict) -> str:
+    sc, fl, cfg = res["scenarios"], res["floor"], res["config"]
+    n, jobs, unit = cfg.get("functions"), cfg.get("jobs"), fl.get("header_parse_cpu_s")
+    rows = ["| scenario | Functions regenerated / removed | ours: `scons generate` | "
+            "ours: `scons` (generate + compile + relink) | objects compiled | "
+            "torchgen: generate | torchgen: + compile Functions.cpp | torchgen / ours | "
+            "CPU in header parses: ours `scons` / torchgen |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in sc.items():
+        raw = r["raw"]
+        g = raw.get("ours_generate") or raw.get("ours_full") or [{}]
+        regen = f"{g[0].get('regenerated', '')} / {g[0].get('removed', 0)}"
+        gen = fmt(r.get("ours_generate")) + (f"; generator alone {fmt(r['ours_cli'])}" if "ours_cli" in r else "")
+        if r.get("ours_full_estimate"):
+            full = f"est. {r['ours_full_estimate'] / 60:.0f} min ({n} TUs x per-TU / {jobs} jobs)"
+            compiled = f"({n})"
+        else:
+            full = fmt(r.get("ours_full"))
+            if not r.get("compile_real", True):
+                full += " (stand-in compiles)"
+            compiled = str(r.get("compiled", "–"))
+        tgc = r.get("torchgen_compile") or {}
+        if "torchgen" not in r:
+            tg_full = "–"
+        elif not r.get("torchgen_changed"):
+            tg_full = f"{fmt(r.get('torchgen'))} (unchanged: no compile)"
+        elif tgc.get("median") is not None:
+            tg_full = f"{r['torchgen_total']:.1f} (compile {fmt(tgc, 1)}, n={tgc['n']})"
+        else:
+            tg_full = "not compiled" + (" (--quick)" if cfg.get("quick") else "")
+        sp = r.get("speedup")
+        speed = "–" if not sp else f"{sp:.0f}x" if sp >= 10 else f"{sp:.1f}x"
+        ours_cpu = (r.get("ours_full_cpu") or {}).get("median")
+        cpu = f"{hp(ours_cpu, unit)} / {hp(r.get('torchgen_total_cpu'), unit)}"
+        rows.append(f"| {label(name)} | {regen} | {gen} | {full} | {compiled} | "
+                    f"{fmt(r.get('torchgen'))} | {tg_full} | {speed} | {cpu} |")
+    if "noop" in sc and "empty" in sc["noop"]:
+        rows.append(f"| floor: empty SConstruct | | | {fmt(sc['noop']['empty'])} | | | | | |")
+    for key, what in (("per_tu_with_pch", "with the precompiled prelude"), ("per_tu_without_pch", "without it")):
+        if fl.get(key):
+            rows.append(f"| floor: one per-op TU ({TEMPLATE_OP}) alone, {what} | | | {fmt(fl[key], 1)} | 1 "
+                        f"| | | | {hp(fl.get(key + '_cpu'), unit)} |")
+    if unit:
+        rows.append(f"| header parse: `#include \"prelude_impl.h\"` alone (example, -O2) | | | "
+                    f"{fl['header_parse_wall_s']:.1f} | 1 | | | | 1 ({unit:.1f} s CPU) |")
+    if fl.get("pch_build_s") and not cfg.get("standin_only"):
+        rows.append(f"| (once per flags) precompiling the prelude | | | {fl['pch_build_s']:.1f} | | | | | |")
+    rows += ["", "Seconds: median (min–max) of the repetitions; CPU: user + sys of the run and its "
+             "children, in header parses (the last floor row).", ""]
+    rows += breakdown(sc, jobs)
+    rows += [f"- {c['what']}: {c['value']:.2f} (target {c['limit']}): {'ok' if c['ok'] else 'NOT MET'}"
+             for c in res.get("criteria", [])]
+    return "\n".join(rows) + "\n"
+
+
+def breakdown(sc: dict, jobs) -> list[str]:
+    rows = ["Where ours' time goes (`scons`, medians, seconds): reading the SConscripts (where the tool "
+            f"generates), compiling (first start to last end, -j{jobs}; the longest single TU), the relink, "
+            "and the rest (SCons: start, graph walk, signatures, .sconsign).", "",
+            "| scenario | total | reading + generating | compiling (longest TU) | relink | rest |",
+            "|---|---|---|---|---|---|"]
+    for name, r in sc.items():
+        full = r["raw"].get("ours_full")
+        if not full:
+            continue
+
+        def med(xs):
+            return summarize(xs)["median"] or 0.0
+        total = med([x["wall"] for x in full])
+        read = med([x["sconscript"] or 0.0 for x in full])
+        span = med([x["compile_span_s"] for x in full])
+        longest = med([max(x["compile_s"], default=0.0) for x in full])
+        link = med([x["link_s"] for x in full])
+        stand = "" if all(x["compile_real"] for x in full) or not full[0]["compiled"] else " (stand-in)"
+        rows.append(f"| {label(name)} | {total:.2f} | {read:.2f} | {span:.2f} ({longest:.2f}){stand} | "
+                    f"{link:.2f} | {max(total - read - span - link, 0):.2f} |")
+    return rows + [""]
+
+
+def chart(res: dict, path: str) -> bool:
+    """The rebuild times against the entries edited; False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+    except ImportError:
+        return False
+    sc = res["scenarios"]
+    fig, ax = plt.subplots(figsize=(11, 5))
+    series = [("ours_full", "ours: scons (generate + compile + relink)", "C0", "o", "-"),
+              ("ours_generate", "ours: scons generate", "C0", "s", ":"),
+              ("torchgen_total", "torchgen: generate + compile Functions.cpp", "C3", "o", "-"),
+              ("torchgen", "torchgen: generate", "C3", "s", ":")]
+    for key, text, color, marker, style in series:
+        def y(name):
+            v = sc.get(name, {}).get(key)
+            return v["median"] if isinstance(v, dict) else v
+        pts = [(BY_NAME[n].edited, y(n)) for n in LINE if n in sc and y(n)]
+        if pts:
+            ax.plot(*zip(*pts), color=color, marker=marker, linestyle=style, label=text)
+        for n, m in MARKERS.items():
+            if n in sc and y(n):
+                ax.plot([BY_NAME[n].edited], [y(n)], color=color, marker=m, linestyle="none")
+    if "noop" in sc and "empty" in sc["noop"]:
+        ax.axhline(sc["noop"]["empty"]["median"], color="grey", linestyle="--", linewidth=1,
+                   label="floor: empty SConstruct")
+    for n, m in MARKERS.items():
+        ax.plot([], [], color="black", marker=m, linestyle="none", label=f"{label(n)} (at x={BY_NAME[n].edited})")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("log")
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.set_xticks([0, 1, 10])
+    ax.set_xticklabels(["0 (no-op)", "1", "10"])
+    ax.set_xlabel("derivatives entries edited")
+    ax.set_ylabel("rebuild wall time, seconds (log)")
+    ax.set_title(f"Rebuild after an edit, torch specs ({res['config'].get('functions')} Functions), "
+                 f"-j{res['config'].get('jobs')}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write(res: dict, out: str, chart_needed: bool = True) -> bool:
+    """results.json, results.md and (with matplotlib) rebuild.png in `out`;
+    False if the chart was needed and could not be drawn."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(f"`{res.get('command', '')}`\n\n" + table(res))
+    if chart(res, os.path.join(out, "rebuild.png")):
+        print(f"wrote {out}/results.json, results.md, rebuild.png")
+    elif not chart_needed:
+        print(f"wrote {out}/results.json, results.md (no chart: matplotlib is not installed)")
+    else:
+        print("bench_rebuild: the chart needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
+        return False
+    return True
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", help="results.json written by bench_rebuild.py")
+    ap.add_argument("--chart", metavar="PNG", help="also draw the chart here (needs matplotlib)")
+    args = ap.parse_args(argv)
+    with open(args.results) as f:
+        res = json.load(f)
+    print(table(res))
+    if args.chart and not chart(res, args.chart):
+        print("rebuild_report: the chart needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""bench_rebuild.py's scenarios, as data, and the edits they make to
+temporary copies of torch's specs (not a benchmark itself).
+
+A scenario says what it starts from (an up-to-date tree, or nothing: cold),
+which spec set it builds (torch's, or the example extension in specs/), the
+edit, which sides run, with which scons arguments and job count, which of
+ours' compiles are real, and the counts every run of ours must show.  To add
+a scenario, add a row to SCENARIOS; bench_rebuild.py runs whatever is listed.
+
+The edits are chosen so that each touches exactly the Functions named (no
+foreach or view_copy Function derives from them, no renumbering): checked on
+every run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+
+FORMULA_1 = ["logcumsumexp(Tensor self, int dim) -> Tensor"]
+FORMULA_10 = [
+    "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+    "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+    "diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor",
+    "special_erfcx(Tensor self) -> Tensor",
+    "erfinv(Tensor self) -> Tensor",
+    "hardsigmoid(Tensor self) -> Tensor",
+    "hardswish(Tensor self) -> Tensor",
+    "logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
+    "linalg_matrix_exp(Tensor self) -> Tensor",
+    "mvlgamma(Tensor self, int p) -> Tensor",
+]
+# Its derivatives entry has a Default and an AutogradNestedTensor formula:
+# SumBackward1 and SumBackwardAutogradNestedTensor1.
+SCHEMA = "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"
+SCHEMA_FUNCTIONS = 2
+# Removed one per repetition, then added back by the "add" scenario.
+REMOVE = [
+    "special_i1(Tensor self) -> Tensor",
+    "special_i1e(Tensor self) -> Tensor",
+    "rad2deg(Tensor self) -> Tensor",
+    "deg2rad(Tensor self) -> Tensor",
+    "sinc(Tensor self) -> Tensor",
+    "trace(Tensor self) -> Tensor",
+    "flip(Tensor self, int[] dims) -> Tensor",
+    "rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor",
+    "special_entr(Tensor self) -> Tensor",
+    "renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor",
+]
+TEMPLATE_OP = "MulBackward0"   # the per-TU floor, and the stand-ins' model
+
+# Sides: ours_generate (`scons generate`), ours_full (`scons -jN`: generate,
+# compile, relink), ours_cli (`python -m codegen generate`, cold only),
+# torchgen (its generation; + compiling Functions.cpp when it changed, unless
+# --quick), empty (an empty SConstruct's `scons`).
+EDIT_SIDES = ("ours_generate", "ours_full", "torchgen")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    label: str
+    edit: tuple = ()            # () | ("formulas", schemas) | ("schema",) | ("remove",) | ("add",)
+    expect: tuple | None = None  # (Functions regenerated, removed, objects recompiled); None: all (cold)
+    sides: tuple = EDIT_SIDES
+    specs: str = "torch"        # "torch" or "example" (specs/, SPECS=example)
+    cold: bool = False          # a fresh build folder: everything is generated (and compiled)
+    scons_args: tuple = ()      # more `scons` arguments for ours_full
+    jobs: str = "bench"         # "bench": -j<--jobs>; "default": no -j (the tool's default)
+    real: str = "quick"         # ours_full's compiles: "always" real, "quick": real unless --quick
+    #                             except in QUICK_REAL, "never": stand-ins
+    long: bool = False          # hours of CPU: runs only when named in --scenarios
+    quick: bool = True          # part of --quick
+    quick_torchgen: bool = False  # --quick runs torchgen's generation too
+    edited: int = 0             # derivatives entries edited (the chart's x)
+
+
+SCENARIOS = [
+    Scenario("cold_example", "cold build of the example (scons, default jobs)", specs="example", cold=True,
+             sides=("ours_full",), jobs="default", real="always", quick=False),
+    Scenario("cold", "cold generation", cold=True, sides=("ours_generate", "ours_cli", "torchgen"),
+             quick_torchgen=True),
+    Scenario("cold_build", "cold build of torch's Functions (scons UNITY=N; torchgen: Functions.cpp), -j2",
+             cold=True, sides=("ours_full", "torchgen"), real="always", long=True, quick=False),
+    Scenario("noop", "no-op", expect=(0, 0, 0), sides=EDIT_SIDES + ("empty",), quick_torchgen=True),
+    Scenario("formula1", "1 formula edited", ("formulas", FORMULA_1), (1, 0, 1), quick_torchgen=True,
+             edited=1),
+    Scenario("formula1_again", "the same formula edited again", ("formulas", FORMULA_1), (1, 0, 1), edited=1),
+    Scenario("formula10", "10 formulas edited", ("formulas", FORMULA_10), (10, 0, 10), edited=10),
+    Scenario("schema", "1 native schema edited", ("schema",), (SCHEMA_FUNCTIONS, 0, SCHEMA_FUNCTIONS),
+             edited=1),
+    Scenario("remove", "1 entry removed", ("remove",), (0, 1, 0), edited=1),
+    Scenario("add", "1 entry added", ("add",), (1, 0, 1), edited=1),
+]
+BY_NAME = {s.name: s for s in SCENARIOS}
+# --quick compiles ours for real in these only (stand-ins elsewhere).
+QUICK_REAL = ("formula1",)
+# the chart: scenarios on the line, and markers at x=1
+LINE = ("noop", "formula1", "formula10")
+MARKERS = {"formula1_again": "s", "schema": "^", "remove": "v", "add": "D"}
+
+
+class Specs:
+    """The temporary copies of torch's three yaml files, and the edits."""
+
+    def __init__(self, folder: str, sources: tuple[str, str, str]):
+        self.folder = folder
+        os.makedirs(folder, exist_ok=True)
+        for src in sources:
+            shutil.copy(src, folder)
+        self.nf = os.path.join(folder, "native_functions.yaml")
+        self.d = os.path.join(folder, "derivatives.yaml")
+        self.tags = os.path.join(folder, "tags.yaml")
+        with open(self.d) as f:
+            pristine = f.read()
+        self.entries = {}  # schema -> its pristine entry text (up to the next one)
+        for chunk in re.split(r"\n(?=- name: )", pristine):
+            if chunk.startswith("- name: "):
+                self.entries[chunk.split("\n", 1)[0][len("- name: "):]] = chunk.rstrip("\n") + "\n"
+        for s in FORMULA_1 + FORMULA_10 + [SCHEMA] + REMOVE:
+            if s not in self.entries:
+                raise SystemExit(f"bench_rebuild: no derivatives entry '{s}' in {sources[2]}")
+        self.removed = None
+        self.factor = 1
+
+    def apply(self, edit: tuple, i: int) -> None:
+        """Make the scenario's edit (repetition i): every formula edit uses a new factor."""
+        if not edit:
+            return
+        kind = edit[0]
+        if kind == "formulas":
+            self.factor += 1
+            self.edit_formulas(edit[1], self.factor)
+        elif kind == "schema":
+            self.edit_schema(i)
+        elif kind == "remove":
+            self.remove(REMOVE[i % len(REMOVE)])
+        elif kind == "add":
+            self.add_back()
+        else:
+            raise ValueError(f"unknown edit {edit!r}")
+
+    def _read(self, path: str) -> str:
+        with open(path) as f:
+            return f.read()
+
+    def _sub(self, path: str, old: str, new: str) -> None:
+        text = self._read(path)
+        if text.count(old) != 1:
+            raise SystemExit(f"bench_rebuild: expected one {old[:60]!r}... in {path}")
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
+
+    def _current(self, schema: str, prefix: bool = False) -> str:
+        """The entry's current text (from its `- name:` line to the next entry)."""
+        name = re.escape(schema) + (r".*" if prefix else "")
+        m = re.search(r"^- name: " + name + r"\n(?:(?!- name: ).*\n)*", self._read(self.d), re.M)
+        if m is None:
+            raise SystemExit(f"bench_rebuild: entry '{schema}' not in {self.d}")
+        return m.group(0)
+
+    def edit_formulas(self, schemas: list[str], factor: int) -> None:
+        """`self: F` becomes `self: (F) * factor`."""
+        for s in schemas:
+            pristine = self.entries[s]
+            line = next(ln for ln in pristine.split("\n") if ln.startswith("  self: "))
+            new = pristine.replace(line, f"  self: ({line[len('  self: '):]}) * {factor}", 1)
+            self._sub(self.d, self._current(s), new)
+
+    def edit_schema(self, n: int) -> None:
+        """A new defaulted keyword argument (a new name each time) in the
+        native function, in its out= overload (torchgen requires the two to
+        agree) and in the name of its derivatives entry."""
+        text = self._read(self.nf)
+        new = SCHEMA.replace(") -> Tensor", f", bool bench_{n}=False) -> Tensor")
+        for func, after in ((r"sum\.dim_IntList\(", new), (r"sum\.IntList_out\(", None)):
+            line = re.search(r"^- func: " + func + r".*$", text, re.M).group(0)
+            if after is None:  # ..., ScalarType? dtype=None[, bool bench_k=False], Tensor(a!) out)
+                after = re.sub(r"(, bool bench_\d+=False)?, Tensor\(a!\) out\)",
+                               f", bool bench_{n}=False, Tensor(a!) out)", line[len("- func: "):])
+            text = text.replace(line, f"- func: {after}", 1)
+        with open(self.nf, "w") as f:
+            f.write(text)
+        cur = self._current("sum.dim_IntList(", prefix=True)
+        self._sub(self.d, cur, cur.replace(cur.split("\n", 1)[0], f"- name: {new}", 1))
+
+    def remove(self, schema: str) -> None:
+        cur = self._current(schema)
+        self.removed = (self._read(self.d).index(cur), cur)
+        self._sub(self.d, cur, "")
+
+    def add_back(self) -> None:
+        if self.removed is None:
+            raise SystemExit("bench_rebuild: the 'add' scenario adds back what 'remove' removed: run both")
+        at, cur = self.removed
+        text = self._read(self.d)
+        with open(self.d, "w") as f:
+            f.write(text[:at] + cur + text[at:])
+        self.removed = None

@@ -1,0 +1,59 @@
+"""Shared by every test module: the repository root, the test tiers, and the
+facts about the specs that several modules check (loaded once per session).
+
+Tiers (markers):
+
+  compile   runs a real C++ compiler (g++ on torch's headers: seconds to
+            minutes per TU).  `python -m pytest -q -m "not compile"` is the
+            fast tier; `python -m pytest -q` runs everything.
+  slow      slow for another reason (large subprocess runs); still in the
+            fast tier unless also `compile`, deselect with -m "not slow".
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import spec_facts
+
+REPO = spec_facts.REPO  # the one definition: import it from spec_facts
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "compile: runs a real C++ compiler (deselect with -m \"not compile\")")
+    config.addinivalue_line("markers", "slow: slow without compiling (deselect with -m \"not slow\")")
+
+
+@pytest.fixture(scope="session")
+def repo() -> str:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def torch_specs() -> tuple[str, str, str]:
+    """(native_functions.yaml, tags.yaml, derivatives.yaml) of the installed torch."""
+    return spec_facts.torch_specs()
+
+
+@pytest.fixture(scope="session")
+def torch_counts() -> spec_facts.TorchCounts:
+    """How many Functions / infos torch's own specs and headers have."""
+    return spec_facts.torch_counts()
+
+
+@pytest.fixture(scope="session")
+def tiny_checkout(tmp_path_factory):
+    """A copy of this checkout with the tiny extension (tests/fixtures/tiny_ext)
+    built by `scons` with the stand-in compiler: (folder, the build's stdout).
+    Tests copy it (shutil.copytree(..., symlinks=True) keeps it up to date)."""
+    from scons_helpers import TINY_ARGS, clone, scons
+    root = clone(tmp_path_factory.mktemp("tiny") / "repo")
+    return root, scons(root, *TINY_ARGS).stdout
+
+
+@pytest.fixture(scope="session")
+def example_ops() -> spec_facts.ExampleOps:
+    """The example extension's (specs/) Functions and op kernels."""
+    return spec_facts.example_ops(os.path.join(REPO, "specs"))

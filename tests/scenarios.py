@@ -1,0 +1,89 @@
+"""The edit scenarios on the tiny extension (tests/fixtures/tiny_ext), as data,
+run at two levels: codegen.incremental alone (tests/test_incremental.py) and
+`scons` with the stand-in compiler (tests/test_scons_incremental.py).
+
+Each scenario is a list of text substitutions in the two spec files and what
+must follow: which Functions are regenerated (their text changed: by default
+exactly their objects recompile), which are removed, and the Functions after.  When
+the tool's counting changes (e.g. unity buckets by default), this is the one
+place to edit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from spec_facts import REPO
+
+TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
+FILES = {"nf": "native_functions.yaml", "d": "derivatives.yaml"}
+OPS = ("MulBackward0", "MulBackward1", "ScaleBackward0")
+
+MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
+  self: grad * other
+"""
+SCALE = "scale(Tensor self, float alpha) -> Tensor"
+SCALE_FAST = "scale(Tensor self, float alpha, *, bool fast=False) -> Tensor"
+FORMULA = ("d", "self: grad * alpha", "self: grad * alpha * 2")
+# a second formula (of MulBackward0), for scenarios that need two Functions changed
+FORMULA_MUL = ("d", "  self: grad * other\n  other:", "  self: other * grad\n  other:")
+YAML_ERROR = ("d", "  self: grad * alpha", "  self: [grad * alpha")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    edits: tuple = ()                 # (file key, old, new), applied in order
+    regenerated: tuple = ()           # Functions re-rendered to new text (= objects recompiled)
+    removed: tuple = ()
+    ops: tuple = OPS                  # the Functions afterwards
+    reasons: dict = field(default_factory=dict)   # Function -> why it was re-keyed
+    parsed: bool = True               # the specs had to be parsed at all
+    compiled: tuple | None = None     # objects `scons` recompiles; None: one per regenerated Function
+
+    def apply(self, folder: str) -> None:
+        for key, old, new in self.edits:
+            edit(os.path.join(folder, FILES[key]), old, new)
+
+    @property
+    def objects(self) -> list[str]:
+        if self.compiled is not None:
+            return sorted(self.compiled)
+        return sorted(op + ".os" for op in self.regenerated)
+
+
+def edit(path: str, old: str, new: str) -> None:
+    with open(path) as f:
+        text = f.read()
+    assert old in text, f"{old!r} not in {path}"
+    with open(path, "w") as f:
+        f.write(text.replace(old, new, 1))
+
+
+EDITS = [
+    Scenario("noop", parsed=False),
+    Scenario("comment", edits=(("d", "# Backward formulas", "# Edited comment. Backward formulas"),)),
+    Scenario("formula", edits=(FORMULA,), regenerated=("ScaleBackward0",),
+             reasons={"ScaleBackward0": "derivatives entry changed"}),
+    # a new defaulted argument: schema and entry name change together
+    Scenario("schema", edits=(("nf", SCALE, SCALE_FAST), ("d", SCALE, SCALE_FAST)),
+             regenerated=("ScaleBackward0",), reasons={"ScaleBackward0": "derivatives entry changed"}),
+    # the native function's key changes, its Function's text does not
+    Scenario("native only", edits=(("nf", f"myops::{SCALE}\n  variants: function",
+                                    f"myops::{SCALE}\n  variants: function\n  dispatch:\n    CPU: scale_cpu"),),
+             reasons={"ScaleBackward0": "native function changed"}),
+    # mul.int takes the name MulBackward1; mul.Scalar moves to MulBackward2
+    Scenario("renumbering",
+             edits=(("nf", "- func: myops::mul.Scalar",
+                     "- func: myops::mul.int(Tensor self, int other) -> Tensor\n  variants: function\n\n"
+                     "- func: myops::mul.Scalar"),
+                    ("d", MUL_SCALAR, "- name: mul.int(Tensor self, int other) -> Tensor\n"
+                     "  self: grad * other\n\n" + MUL_SCALAR)),
+             regenerated=("MulBackward1", "MulBackward2"),
+             ops=("MulBackward0", "MulBackward1", "MulBackward2", "ScaleBackward0"),
+             reasons={"MulBackward1": "derivatives entry changed", "MulBackward2": "renamed from MulBackward1"}),
+    Scenario("entry removed", edits=(("d", MUL_SCALAR, ""),), removed=("MulBackward1",),
+             ops=("MulBackward0", "ScaleBackward0"), reasons={"MulBackward1": "no longer in the specs"}),
+]
+BY_NAME = {s.name: s for s in EDITS}
