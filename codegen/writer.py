@@ -103,16 +103,19 @@ def prune(out_dir: str, folders: Iterable[str], keep: set, ours: set) -> Pruned:
             names = sorted(os.listdir(os.path.join(out_dir, d)))
         except (FileNotFoundError, NotADirectoryError):
             continue
+        files = [n for n in names if f"{d}/{n}" not in keep and os.path.isfile(os.path.join(out_dir, d, n))]
+        sources = [n for n in files if not n.endswith(OBJECT_SUFFIXES)]
+        gone = {n for n in sources if f"{d}/{n}" in ours or n.endswith(_TMP)
+                or _is_generated(os.path.join(out_dir, d, n))}
+        # A compiler output belongs to a stem we generate or generated.
         stems = {r.rsplit("/", 1)[-1].split(".", 1)[0] for r in ours | keep if r.startswith(d + "/")}
-        for name in names:
-            rel, path = f"{d}/{name}", os.path.join(out_dir, d, name)
-            if rel in keep or not os.path.isfile(path):
-                continue
-            mine = (rel in ours or name.endswith(_TMP) or _is_generated(path)
-                    or (name.endswith(OBJECT_SUFFIXES) and name.split(".", 1)[0] in stems))
-            if not mine:
-                out.foreign.append(rel)
-            elif not (name.endswith(OBJECT_SUFFIXES) and f"{d}/{name.split('.', 1)[0]}.cpp" in keep):
-                os.unlink(path)
-                out.removed.append(rel)
+        stems |= {n.split(".", 1)[0] for n in gone}
+        for n in files:
+            stem = n.split(".", 1)[0]
+            if n in gone or (n.endswith(OBJECT_SUFFIXES) and stem in stems
+                             and f"{d}/{stem}.cpp" not in keep):
+                os.unlink(os.path.join(out_dir, d, n))
+                out.removed.append(f"{d}/{n}")
+            elif not n.endswith(OBJECT_SUFFIXES) or stem not in stems:
+                out.foreign.append(f"{d}/{n}")
     return out

@@ -185,7 +185,7 @@ def read_definitions(text: str, op: str) -> Definitions:
 @functools.lru_cache(maxsize=None)
 def our_op_infos():
     """Our op infos for the real specs (loaded once per test session)."""
-    from codegen.generate import load_op_infos
+    from codegen.units import load_op_infos
     from torchgen_reference import real_spec_paths
     nf, tags, d = real_spec_paths()
     return tuple(load_op_infos(nf, d, tags))

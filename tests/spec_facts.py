@@ -102,7 +102,7 @@ class ExampleOps:
 def example_ops(folder: str) -> ExampleOps:
     """Natives from the yaml itself; Function names from our generator (their
     naming is checked against torchgen's on torch's specs elsewhere)."""
-    from codegen.generate import load_op_infos
+    from codegen.units import load_op_infos
     nf, d = os.path.join(folder, "native_functions.yaml"), os.path.join(folder, "derivatives.yaml")
     natives = tuple(sorted(_op(f["func"]) for f in _yaml(nf)))
     return ExampleOps(functions=tuple(sorted(i.op for i in load_op_infos(nf, d))), natives=natives,

@@ -16,7 +16,7 @@ GEN = os.path.join("build", "example", "gen")
 
 
 @pytest.fixture
-def repo(tmp_path):
+def built_repo(tmp_path):
     root = clone(tmp_path / "repo")
     scons(root, *EXAMPLE_ARGS)
     return root
@@ -31,16 +31,16 @@ def one_error_line(proc):
     return lines[0]
 
 
-def test_edit_rules_first_edit_its_tu_and_bucket_then_its_tu_only(repo):
-    d = os.path.join(repo, "specs", "derivatives.yaml")
+def test_edit_rules_first_edit_its_tu_and_bucket_then_its_tu_only(built_repo):
+    d = os.path.join(built_repo, "specs", "derivatives.yaml")
     edit(d, "self: grad * alpha", "self: grad * alpha * 2")
-    first = scons(repo, *EXAMPLE_ARGS, "--autograd-explain=ScaleBackward0").stdout
+    first = scons(built_repo, *EXAMPLE_ARGS, "--autograd-explain=ScaleBackward0").stdout
     objs = compiled(first)
     assert len(objs) == 2 and objs[0] == "ScaleBackward0.os" and objs[1].startswith("bucket_"), objs
     assert "ScaleBackward0: regenerated" in first and "on its own" in first
     edit(d, "self: grad * alpha * 2", "self: grad * alpha * 3")
-    assert compiled(scons(repo, *EXAMPLE_ARGS).stdout) == ["ScaleBackward0.os"]
-    assert compiled(scons(repo, *EXAMPLE_ARGS).stdout) == []
+    assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout) == ["ScaleBackward0.os"]
+    assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout) == []
 
 
 def test_report_counts_every_object_compiled(tmp_path):
@@ -51,38 +51,38 @@ def test_report_counts_every_object_compiled(tmp_path):
     assert f"{n} objects compiled in all ({n - 1} generated, 1 other)" in lines
 
 
-def test_kernel_file_clash_is_a_located_error(repo):
-    nf = os.path.join(repo, "specs", "native_functions.yaml")
+def test_kernel_file_clash_is_a_located_error(built_repo):
+    nf = os.path.join(built_repo, "specs", "native_functions.yaml")
     with open(nf, "a") as f:
         f.write("\n- func: myops::foo.bar(Tensor self) -> Tensor\n\n"
                 "- func: myops::foo_bar(Tensor self) -> Tensor\n")
-    before = tree(os.path.join(repo, GEN))
-    line = one_error_line(scons(repo, *EXAMPLE_ARGS, check=False))
+    before = tree(os.path.join(built_repo, GEN))
+    line = one_error_line(scons(built_repo, *EXAMPLE_ARGS, check=False))
     assert "native_functions.yaml:" in line and "myops::foo_bar" in line and "myops::foo.bar" in line
     assert "ops/myops_foo_bar.cpp" in line
-    assert tree(os.path.join(repo, GEN)) == before
+    assert tree(os.path.join(built_repo, GEN)) == before
 
 
-def test_overlong_op_name_is_a_located_error(repo):
-    nf = os.path.join(repo, "specs", "native_functions.yaml")
+def test_overlong_op_name_is_a_located_error(built_repo):
+    nf = os.path.join(built_repo, "specs", "native_functions.yaml")
     with open(nf, "a") as f:
         f.write(f"\n- func: myops::{'x' * 300}(Tensor self) -> Tensor\n")
-    line = one_error_line(scons(repo, *EXAMPLE_ARGS, check=False))
+    line = one_error_line(scons(built_repo, *EXAMPLE_ARGS, check=False))
     assert "native_functions.yaml:" in line and "too long for a file name" in line
 
 
-def test_manifest_that_is_a_directory_is_a_damaged_manifest(repo):
-    m = os.path.join(repo, GEN, ".autograd_manifest")
+def test_manifest_that_is_a_directory_is_a_damaged_manifest(built_repo):
+    m = os.path.join(built_repo, GEN, ".autograd_manifest")
     os.unlink(m)
     os.makedirs(os.path.join(m, "x"))
-    proc = scons(repo, *EXAMPLE_ARGS)
+    proc = scons(built_repo, *EXAMPLE_ARGS)
     assert "a directory, not a file" in proc.stderr
     assert os.path.isfile(m)
-    again = scons(repo, *EXAMPLE_ARGS)
+    again = scons(built_repo, *EXAMPLE_ARGS)
     assert "warning" not in again.stderr and compiled(again.stdout) == []
 
 
-def test_read_only_output_gives_one_line_and_loses_nothing(repo):
+def test_read_only_output_gives_one_line_and_loses_nothing(built_repo):
     if os.geteuid() == 0:
         # root ignores permission bits: make the write fail the way EACCES would.
         prelude = ("import errno, os\n_r = os.replace\n"
@@ -91,61 +91,61 @@ def test_read_only_output_gives_one_line_and_loses_nothing(repo):
                    "os.replace = replace\n")
     else:
         prelude = ""
-        os.chmod(os.path.join(repo, GEN, "functions"), 0o555)
-    edit(os.path.join(repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
-    before = tree(os.path.join(repo, GEN))
-    line = one_error_line(scons(repo, *EXAMPLE_ARGS, prelude=prelude, check=False))
+        os.chmod(os.path.join(built_repo, GEN, "functions"), 0o555)
+    edit(os.path.join(built_repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
+    before = tree(os.path.join(built_repo, GEN))
+    line = one_error_line(scons(built_repo, *EXAMPLE_ARGS, prelude=prelude, check=False))
     assert "Permission denied" in line and "writable" in line
-    assert tree(os.path.join(repo, GEN)) == before
-    os.chmod(os.path.join(repo, GEN, "functions"), 0o755)
-    assert compiled(scons(repo, *EXAMPLE_ARGS).stdout)  # from the cold layout: see below
-    assert compiled(scons(repo, *EXAMPLE_ARGS).stdout) == []
+    assert tree(os.path.join(built_repo, GEN)) == before
+    os.chmod(os.path.join(built_repo, GEN, "functions"), 0o755)
+    assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout)  # from the cold layout: see below
+    assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout) == []
 
 
-def test_full_disk_gives_one_line_and_the_next_build_recovers(repo):
+def test_full_disk_gives_one_line_and_the_next_build_recovers(built_repo):
     prelude = ("import errno, builtins\n_open = builtins.open\n"
                "def full(path, mode='r', *a, **k):\n"
                "    if 'w' in mode and str(path).endswith('.tmp'):\n"
                "        raise OSError(errno.ENOSPC, 'No space left on device', path)\n"
                "    return _open(path, mode, *a, **k)\n"
                "builtins.open = full\n")
-    edit(os.path.join(repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
-    line = one_error_line(scons(repo, *EXAMPLE_ARGS, prelude=prelude, check=False))
+    edit(os.path.join(built_repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
+    line = one_error_line(scons(built_repo, *EXAMPLE_ARGS, prelude=prelude, check=False))
     assert "No space left on device" in line and "free some space" in line
     # The manifest was set aside before the first write: the next build
     # starts from the cold layout (ScaleBackward0 back in its bucket).
-    assert compiled(scons(repo, *EXAMPLE_ARGS).stdout)
-    assert compiled(scons(repo, *EXAMPLE_ARGS).stdout) == []
+    assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout)
+    assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout) == []
 
 
-def test_users_file_in_generated_folder_is_left_alone(repo):
-    mine = os.path.join(repo, GEN, "functions", "notes.txt")
+def test_users_file_in_generated_folder_is_left_alone(built_repo):
+    mine = os.path.join(built_repo, GEN, "functions", "notes.txt")
     with open(mine, "w") as f:
         f.write("mine\n")
-    edit(os.path.join(repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
-    out = scons(repo, *EXAMPLE_ARGS).stdout
+    edit(os.path.join(built_repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
+    out = scons(built_repo, *EXAMPLE_ARGS).stdout
     assert os.path.exists(mine)
     assert any("not generated by this tool, left alone: functions/notes.txt" in x for x in report(out))
 
 
 @pytest.mark.parametrize("arg,needle", [("UNITY=x", "non-negative integer"), ("UNITY=-2", "non-negative integer")])
-def test_bad_unity_is_one_line(repo, arg, needle):
-    before = tree(os.path.join(repo, GEN))
-    line = one_error_line(scons(repo, *EXAMPLE_ARGS, arg, check=False))
+def test_bad_unity_is_one_line(built_repo, arg, needle):
+    before = tree(os.path.join(built_repo, GEN))
+    line = one_error_line(scons(built_repo, *EXAMPLE_ARGS, arg, check=False))
     assert needle in line
-    assert tree(os.path.join(repo, GEN)) == before
+    assert tree(os.path.join(built_repo, GEN)) == before
 
 
-def test_bad_job_count_is_one_line(repo):
-    proc = scons(repo, *EXAMPLE_ARGS, "-jx", check=False)
+def test_bad_job_count_is_one_line(built_repo):
+    proc = scons(built_repo, *EXAMPLE_ARGS, "-jx", check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "-j" in proc.stderr and len(proc.stderr.strip().splitlines()) <= 3, proc.stderr
 
 
-def test_two_builds_of_one_tree_never_interleave(repo):
+def test_two_builds_of_one_tree_never_interleave(built_repo):
     # The first build holds the lock while it generates slowly; the second
     # says it waits, then finds everything up to date.
-    edit(os.path.join(repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
+    edit(os.path.join(built_repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
     slow = ("import time, codegen.incremental as i\n_u = i.update\n"
             "def update(*a, **k):\n    time.sleep(3)\n    return _u(*a, **k)\n"
             "i.update = update\nimport sys; sys.path.insert(0, '.')\n")
@@ -154,7 +154,7 @@ def test_two_builds_of_one_tree_never_interleave(repo):
                               "sys.exit(main())", *EXAMPLE_ARGS], cwd=repo, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
-    second = scons(repo, *EXAMPLE_ARGS)
+    second = scons(built_repo, *EXAMPLE_ARGS)
     out1, err1 = first.communicate(timeout=120)
     assert first.returncode == 0, err1
     assert "being built by another process (pid" in second.stdout and "waiting" in second.stdout

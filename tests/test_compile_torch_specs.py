@@ -9,10 +9,10 @@ import time
 import pytest
 
 import cxx
-from functions_reference import our_files
+from torchgen_reference import real_spec_paths
 
 from codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
-from codegen.writer import write_tree
+from codegen.incremental import Request, update
 
 
 BUCKETS = 4
@@ -25,7 +25,8 @@ ALONE = ["CudnnRnnBackward0", "ForeachAddBackward1Scalar", "IndexBackward0",
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("torch_functions"))
-    write_tree(root, our_files(EmitOptions(includes=TORCH_MANUAL_INCLUDES, unity=BUCKETS)))
+    nf, tags, d = real_spec_paths()
+    update(root, nf, d, tags, Request(EmitOptions(includes=TORCH_MANUAL_INCLUDES), unity=BUCKETS))
     return root
 
 

@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from codegen.emit.functions import bucket_of, render_shared
 from codegen.emit.options import EmitOptions
-from codegen.writer import write_tree
+from codegen.layout import Layout, bucket_of, render_buckets
+from codegen.units import Kind, Unit
+from codegen.writer import prune, write_files
 
 from spec_facts import REPO
 
@@ -23,9 +24,13 @@ def run_generate(*args, cwd=None):
 
 
 def tree(root):
+    """relpath -> bytes of the generated files (not the manifest, whose stats
+    differ between folders, nor the lock)."""
     out = {}
     for d, _, names in os.walk(root):
         for n in names:
+            if n in (".autograd_manifest", ".autograd_lock"):
+                continue
             p = os.path.join(d, n)
             with open(p, "rb") as f:
                 out[os.path.relpath(p, root).replace(os.sep, "/")] = f.read()
@@ -67,7 +72,8 @@ def test_generation_is_byte_identical_in_any_folder(generated, real_specs, torch
     assert first == second
     n = torch_counts.functions
     assert len(first) == n * 2 + 3 + 3   # per-op pairs, preludes + umbrella, buckets
-    assert r1.stdout == f"{n} Functions: {n} written, 0 unchanged, 0 removed (shared files: 6 written)\n"
+    assert r1.stdout.startswith(f"{a}: {n} Functions: {n} regenerated, 0 unchanged, 0 removed; ")
+    assert r1.stdout.endswith("; compiled as 3 buckets\n")
     for text in first.values():
         assert str(tmp_path.parent).encode() not in text and REPO.encode() not in text
         assert b"\r" not in text
@@ -105,26 +111,29 @@ def test_editing_one_entry_rewrites_only_its_functions(generated, real_specs, to
     r = run_generate(*spec_args(nf, tags, str(edited)), "--out", str(out), "--unity", "3")
     assert r.returncode == 0, r.stderr
     after = tree(out)
+    # The edited Functions leave their buckets to compile on their own: those
+    # buckets' files change too, and nothing else.
+    edited = sorted({p.split("/")[1].split(".")[0] for p in changed if p.endswith(".cpp")})
+    changed = changed | {f"unity/bucket_{bucket_of(op, 3)}.cpp" for op in edited}
     assert {p for p in before if before[p] != after.get(p)} == changed
     assert set(after) == set(before)
     assert {p for p, t in mtimes(out).items() if t != stamps[p]} == changed   # nothing else touched
-    n, total = len({p.rsplit(".", 1)[0] for p in changed}), torch_counts.functions
-    assert r.stdout == f"{total} Functions: {n} written, {total - n} unchanged, 0 removed (shared files: 0 written)\n"
+    n, total = len(edited), torch_counts.functions
+    assert r.stdout.startswith(f"{out}: {total} Functions: {n} regenerated, {total - n} unchanged, 0 removed; ")
+    assert f"+ {n} on {'its' if n == 1 else 'their'} own ({', '.join(edited)})" in r.stdout
 
 
 # ------------------------------------------------------------ unity buckets
 
 
-def test_unity_bucket_of_an_op_depends_on_its_name_only():
-    ops = [f"Op{i}Backward0" for i in range(60)]
-    opts = EmitOptions(unity=5)
-    full = render_shared(ops, opts)
-    less = render_shared(ops[:17] + ops[18:], opts)
-    changed = [p for p in full if full[p] != less[p] and p.startswith("unity/")]
-    assert changed == [f"unity/bucket_{bucket_of(ops[17], 5)}.cpp"]
+def test_unity_bucket_of_a_unit_depends_on_its_name_only():
+    units = [Unit(Kind.FUNCTION, f"Op{i}Backward0", f"Op{i}Backward0", None) for i in range(60)]
+    full = render_buckets(units, Layout(5, 5, ()))
+    less = render_buckets(units[:17] + units[18:], Layout(5, 5, ()))
+    changed = [p for p in full if full[p] != less[p]]
+    assert changed == [f"unity/bucket_{bucket_of(units[17].name, 5)}.cpp"]
     drop = lambda text: [x for x in text.splitlines() if not x.startswith("// Unity TU")]  # noqa: E731
-    assert [x for x in drop(full[changed[0]]) if ops[17] not in x] == drop(less[changed[0]])
-    assert "unity/bucket_0.cpp" not in render_shared(ops, EmitOptions())
+    assert [x for x in drop(full[changed[0]]) if units[17].name not in x] == drop(less[changed[0]])
 
 
 # ------------------------------------------------------------------ writer
@@ -132,34 +141,34 @@ def test_unity_bucket_of_an_op_depends_on_its_name_only():
 
 def test_writer_rewrites_only_changed_files(tmp_path):
     files = {"functions/A.h": "// @generated a\n", "functions/A.cpp": "// @generated\n", "Functions.h": "x\n"}
-    r = write_tree(str(tmp_path), files)
-    assert (r.written, r.unchanged, r.removed) == (sorted(files), [], [])
+    assert write_files(str(tmp_path), files) == sorted(files)
     stamps = mtimes(tmp_path)
-    r = write_tree(str(tmp_path), dict(files, **{"functions/A.h": "// @generated b\n"}))
-    assert (r.written, r.unchanged) == (["functions/A.h"], ["Functions.h", "functions/A.cpp"])
+    assert write_files(str(tmp_path), dict(files, **{"functions/A.h": "// @generated b\n"})) == ["functions/A.h"]
     assert {p for p, t in mtimes(tmp_path).items() if t != stamps[p]} == {"functions/A.h"}
     assert (tmp_path / "functions" / "A.h").read_text() == "// @generated b\n"
 
 
-def test_writer_prunes_only_stale_generated_files(tmp_path):
-    write_tree(str(tmp_path), {"functions/A.h": "// @generated\n", "functions/B.h": "// @generated\n",
-                               "unity/bucket_1.cpp": "// @generated\n", "Old.h": "// @generated\n"})
+def test_writer_prunes_only_what_is_ours(tmp_path):
+    write_files(str(tmp_path), {"functions/A.h": "// @generated\n", "functions/B.h": "// @generated\n",
+                                "functions/C.h": "no marker\n", "unity/bucket_1.cpp": "// @generated\n",
+                                "Old.h": "// @generated\n"})
     (tmp_path / "functions" / "mine.h").write_text("// hand-written\n")
+    (tmp_path / "functions" / "B.os").write_text("object")
     (tmp_path / "functions" / ".B.h.123.tmp").write_text("half")
     (tmp_path / "notes.txt").write_text("keep")
-    r = write_tree(str(tmp_path), {"functions/A.h": "// @generated\n"})
-    assert r.removed == ["functions/.B.h.123.tmp", "functions/B.h", "unity/bucket_1.cpp"]
+    r = prune(str(tmp_path), ("functions", "unity"), keep={"functions/A.h"}, ours={"functions/C.h"})
+    assert r.removed == ["functions/.B.h.123.tmp", "functions/B.h", "functions/B.os", "functions/C.h",
+                         "unity/bucket_1.cpp"]
+    assert r.foreign == ["functions/mine.h"]
     assert sorted(tree(tmp_path)) == ["Old.h", "functions/A.h", "functions/mine.h", "notes.txt"]
-    r = write_tree(str(tmp_path), {}, prune=False)
-    assert r.removed == [] and (tmp_path / "functions" / "A.h").exists()
 
 
 def test_writer_leaves_no_temporaries_and_rejects_escaping_paths(tmp_path):
-    write_tree(str(tmp_path), {"functions/A.h": "// @generated\n"})
+    write_files(str(tmp_path), {"functions/A.h": "// @generated\n"})
     assert sorted(tree(tmp_path)) == ["functions/A.h"]
     for bad in ("../x.h", "/abs.h", "functions//x.h", "./x.h"):
         with pytest.raises(ValueError):
-            write_tree(str(tmp_path), {bad: ""})
+            write_files(str(tmp_path), {bad: ""})
 
 
 # --------------------------------------------------------------------- CLI
@@ -185,7 +194,8 @@ def test_cli_reports_and_prunes(tmp_path):
     args = ["--native-functions", str(nf), "--derivatives", str(d), "--out", str(tmp_path / "out")]
     r = run_generate(*args, "--namespace", "my::grads", "--unity", "2", "--include", "my/helpers.h")
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "2 Functions: 2 written, 0 unchanged, 0 removed (shared files: 5 written)\n"
+    assert r.stdout == (f"{tmp_path / 'out'}: 2 Functions: 2 regenerated, 0 unchanged, 0 removed; no trusted "
+                        "manifest: 2 (MyMulBackward0, MyScaleBackward0); compiled as 2 buckets\n")
     out = tree(tmp_path / "out")
     assert sorted(out) == ["Functions.h", "functions/MyMulBackward0.cpp", "functions/MyMulBackward0.h",
                            "functions/MyScaleBackward0.cpp", "functions/MyScaleBackward0.h",
@@ -195,12 +205,14 @@ def test_cli_reports_and_prunes(tmp_path):
     assert b"TORCH_API" not in out["functions/MyMulBackward0.h"]
 
     r = run_generate(*args, "--namespace", "my::grads", "--unity", "2", "--include", "my/helpers.h")
-    assert r.stdout == "2 Functions: 0 written, 2 unchanged, 0 removed (shared files: 0 written)\n"
+    assert r.stdout == (f"{tmp_path / 'out'}: 2 Functions: 0 regenerated, 2 unchanged, 0 removed; inputs "
+                        "unchanged (specs not parsed); compiled as 2 buckets\n")
 
     d.write_text(DERIVATIVES.split("\n\n")[0] + "\n")
-    r = run_generate(*args, "--namespace", "my::grads", "--include", "my/helpers.h", "--quiet")
+    r = run_generate(*args, "--namespace", "my::grads", "--include", "my/helpers.h", "--unity", "0", "--quiet")
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "1 Functions: 0 written, 1 unchanged, 1 removed (shared files: 1 written)\n"
+    assert r.stdout.startswith(f"{tmp_path / 'out'}: 1 Functions: 0 regenerated, 1 unchanged, 1 removed; ")
+    assert r.stdout.endswith("compiled as 1 TU, one per unit (unity=0)\n")
     assert r.stderr == ""
     assert sorted(tree(tmp_path / "out")) == ["Functions.h", "functions/MyMulBackward0.cpp",
                                                "functions/MyMulBackward0.h", "prelude.h", "prelude_impl.h"]
@@ -213,11 +225,11 @@ def test_cli_spec_error_is_one_line(tmp_path):
     r = run_generate("--native-functions", str(nf), "--derivatives", str(d), "--out", str(tmp_path / "o"))
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ")
-    assert not (tmp_path / "o").exists()
+    assert sorted(tree(tmp_path / "o")) == []  # nothing generated (only the folder's lock)
 
 
 @pytest.mark.parametrize("kw", [dict(namespace="a b"), dict(namespace="::a"), dict(namespace="a::"),
-                                dict(namespace="torch::autograd::generated"), dict(unity=-1),
+                                dict(namespace="torch::autograd::generated"),
                                 dict(includes=("",)), dict(includes=("a.h\n#define X",))])
 def test_bad_options_fail_early(kw):
     with pytest.raises(ValueError):
