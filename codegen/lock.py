@@ -2,8 +2,8 @@
 
 `fcntl.flock` on `<out>/.autograd_lock`: the kernel drops it when the
 process exits, however it exits, so a killed build never leaves a stale
-lock.  The holder's pid is written into the file only to name it to a
-waiting build.
+lock.  Nothing is ever written to the file (it is not output); a waiting
+build names the holder from the kernel's lock table, where it has one.
 """
 
 from __future__ import annotations
@@ -31,24 +31,29 @@ def lock_folder(out_dir: str, wait: bool = True,
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            other = _holder(fd)
+            other = _holder(os.fstat(fd).st_ino)
             message = f"{out_dir} is being built by another process{other}"
             if not wait:
                 raise BlockingIOError(f"{message}; try again when it has finished") from None
             if say:
                 say(f"{message}: waiting for it to finish")
             fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     except BaseException:
         os.close(fd)
         raise
     _held[out_dir] = fd
 
 
-def _holder(fd: int) -> str:
+def _holder(inode: int) -> str:
+    """' (pid N)' of the process holding a flock on `inode`, from Linux's
+    /proc/locks (`1: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<inode> 0 EOF`)."""
     try:
-        pid = os.pread(fd, 32, 0).decode().strip()
-    except (OSError, UnicodeDecodeError):
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
         return ""
-    return f" (pid {pid})" if pid.isdigit() else ""
+    for line in lines:
+        parts = line.split()
+        if len(parts) > 5 and parts[1] == "FLOCK" and parts[5].rsplit(":", 1)[-1] == str(inode):
+            return f" (pid {parts[4]})"
+    return ""

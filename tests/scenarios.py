@@ -3,10 +3,13 @@ run at two levels: codegen.incremental alone (tests/test_incremental.py) and
 `scons` with the stand-in compiler (tests/test_scons_incremental.py).
 
 Each scenario is a list of text substitutions in the two spec files and what
-must follow: which Functions are regenerated (their text changed: by default
-exactly their objects recompile), which are removed, and the Functions after.  When
-the tool's counting changes (e.g. unity buckets by default), this is the one
-place to edit.
+must follow: which Functions are regenerated (their text changed), which are
+removed, the Functions after, and what compiles.  The compile rules
+(codegen/layout.py) with the default layout, which for the tiny extension's
+three Functions is one bucket: a first edit compiles the edited Function on
+its own plus its bucket (once, without it); a removal recompiles its bucket;
+a new Function compiles on its own.  test_scons_example-level checks of the
+next edit (its TU only) are in tests/test_build_failures.py.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from spec_facts import REPO
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
 FILES = {"nf": "native_functions.yaml", "d": "derivatives.yaml"}
 OPS = ("MulBackward0", "MulBackward1", "ScaleBackward0")
+BUCKET = "unity/bucket_0.cpp"   # three Functions, -j up to 8: one bucket
 
 MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
   self: grad * other
@@ -40,7 +44,13 @@ class Scenario:
     ops: tuple = OPS                  # the Functions afterwards
     reasons: dict = field(default_factory=dict)   # Function -> why it was re-keyed
     parsed: bool = True               # the specs had to be parsed at all
-    compiled: tuple | None = None     # objects `scons` recompiles; None: one per regenerated Function
+    alone: tuple = ()                 # Functions compiled on their own afterwards (emission order)
+    bucket_recompiles: bool = False   # the one bucket's TU recompiles
+
+    @property
+    def sources(self) -> list[str]:
+        """What the update says to compile: the bucket, then the lone Functions."""
+        return [BUCKET] + [f"functions/{op}.cpp" for op in self.alone]
 
     def apply(self, folder: str) -> None:
         for key, old, new in self.edits:
@@ -48,9 +58,13 @@ class Scenario:
 
     @property
     def objects(self) -> list[str]:
-        if self.compiled is not None:
-            return sorted(self.compiled)
-        return sorted(op + ".os" for op in self.regenerated)
+        """What `scons` compiles: the regenerated lone Functions, and the bucket."""
+        return sorted([op + ".os" for op in self.regenerated if op in self.alone]
+                      + (["bucket_0.os"] if self.bucket_recompiles else []))
+
+    @property
+    def linked(self) -> list[str]:
+        return sorted(["bucket_0.os"] + [op + ".os" for op in self.alone])
 
 
 def edit(path: str, old: str, new: str) -> None:
@@ -65,10 +79,12 @@ EDITS = [
     Scenario("noop", parsed=False),
     Scenario("comment", edits=(("d", "# Backward formulas", "# Edited comment. Backward formulas"),)),
     Scenario("formula", edits=(FORMULA,), regenerated=("ScaleBackward0",),
-             reasons={"ScaleBackward0": "derivatives entry changed"}),
+             reasons={"ScaleBackward0": "derivatives entry changed"},
+             alone=("ScaleBackward0",), bucket_recompiles=True),
     # a new defaulted argument: schema and entry name change together
     Scenario("schema", edits=(("nf", SCALE, SCALE_FAST), ("d", SCALE, SCALE_FAST)),
-             regenerated=("ScaleBackward0",), reasons={"ScaleBackward0": "derivatives entry changed"}),
+             regenerated=("ScaleBackward0",), reasons={"ScaleBackward0": "derivatives entry changed"},
+             alone=("ScaleBackward0",), bucket_recompiles=True),
     # the native function's key changes, its Function's text does not
     Scenario("native only", edits=(("nf", f"myops::{SCALE}\n  variants: function",
                                     f"myops::{SCALE}\n  variants: function\n  dispatch:\n    CPU: scale_cpu"),),
@@ -82,8 +98,10 @@ EDITS = [
                      "  self: grad * other\n\n" + MUL_SCALAR)),
              regenerated=("MulBackward1", "MulBackward2"),
              ops=("MulBackward0", "MulBackward1", "MulBackward2", "ScaleBackward0"),
-             reasons={"MulBackward1": "derivatives entry changed", "MulBackward2": "renamed from MulBackward1"}),
+             reasons={"MulBackward1": "derivatives entry changed", "MulBackward2": "renamed from MulBackward1"},
+             alone=("MulBackward1", "MulBackward2"), bucket_recompiles=True),
     Scenario("entry removed", edits=(("d", MUL_SCALAR, ""),), removed=("MulBackward1",),
-             ops=("MulBackward0", "ScaleBackward0"), reasons={"MulBackward1": "no longer in the specs"}),
+             ops=("MulBackward0", "ScaleBackward0"), reasons={"MulBackward1": "no longer in the specs"},
+             bucket_recompiles=True),
 ]
 BY_NAME = {s.name: s for s in EDITS}

@@ -151,7 +151,7 @@ def test_two_builds_of_one_tree_never_interleave(built_repo):
             "i.update = update\nimport sys; sys.path.insert(0, '.')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
     first = subprocess.Popen([sys.executable, "-c", slow + "import sys\nfrom SCons.Script.Main import main\n"
-                              "sys.exit(main())", *EXAMPLE_ARGS], cwd=repo, env=env,
+                              "sys.exit(main())", *EXAMPLE_ARGS], cwd=built_repo, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     second = scons(built_repo, *EXAMPLE_ARGS)

@@ -18,6 +18,11 @@ import scenarios
 from codegen import incremental
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
+from codegen.incremental import Request
+from codegen.keys import canonical, unit_key
+from codegen.manifest import FORMAT, MANIFEST
+from codegen.report import explain, report
+from codegen.units import Kind
 from scons_helpers import tree
 from spec_facts import REPO
 
@@ -41,14 +46,13 @@ class Specs:
         base = incremental.default_renderer()
         self.parses = 0
 
-        def load(*a):
+        def load(*a, **k):
             self.parses += 1
-            return base.load(*a)
+            return base.load(*a, **k)
         self.render = dataclasses.replace(base, load=load)
 
-    def update(self, **kw):
-        return incremental.update(self.out, self.nf, self.d, None, kw.pop("opts", FUNCTIONS_ONLY),
-                                  render=self.render, **kw)
+    def update(self, opts=FUNCTIONS_ONLY, **kw):
+        return incremental.update(self.out, self.nf, self.d, None, Request(opts, **kw), render=self.render)
 
     def edit(self, which, old, new):
         scenarios.edit(self.nf if which == "nf" else self.d, old, new)
@@ -74,7 +78,7 @@ def rewritten(before, after):
 def specs(tmp_path):
     s = Specs(tmp_path)
     r = s.update()
-    assert r.ops == OPS and sorted(r.regenerated) == OPS and s.parses == 1
+    assert r.units == OPS and sorted(r.regenerated) == OPS and s.parses == 1
     return s
 
 
@@ -83,7 +87,7 @@ def test_edit_regenerates_exactly_what_changed(specs, sc):
     before = specs.snapshot()
     sc.apply(specs.root)
     r = specs.update()
-    assert (r.parsed, sorted(r.regenerated), r.removed, r.ops) == \
+    assert (r.parsed, sorted(r.regenerated), r.removed, r.units) == \
         (sc.parsed, list(sc.regenerated), list(sc.removed), list(sc.ops))
     assert r.reasons == sc.reasons
     assert r.unchanged == len(sc.ops) - len(sc.regenerated)
@@ -94,29 +98,29 @@ def test_edit_regenerates_exactly_what_changed(specs, sc):
         {f"functions/{op}.{x}" for op in sc.regenerated for x in ("h", "cpp")}
     assert gone == {f"functions/{op}.{x}" for op in sc.removed for x in ("h", "cpp")}
     assert (".autograd_manifest" in changed) == sc.parsed
-    assert r.sources == [f"functions/{op}.cpp" for op in sc.ops]
+    assert r.sources == sc.sources
 
 
 def test_noop_report(specs):
     r = specs.update()
     assert specs.parses == 1  # only the cold run parsed
-    assert incremental.report(r) == "3 Functions: 0 regenerated, 3 unchanged, 0 removed; " \
+    assert report(r) == "3 Functions: 0 regenerated, 3 unchanged, 0 removed; " \
                                     "inputs unchanged (specs not parsed)"
 
 
 def test_formula_edit_report_and_explain(specs):
     scenarios.BY_NAME["formula"].apply(specs.root)
     r = specs.update()
-    assert "derivatives entry changed: 1 (ScaleBackward0)" in incremental.report(r)
-    assert incremental.explain(r, "ScaleBackward0").startswith(
+    assert "derivatives entry changed: 1 (ScaleBackward0)" in report(r)
+    assert explain(r, "ScaleBackward0").startswith(
         "ScaleBackward0: regenerated: derivatives entry changed")
-    assert incremental.explain(r, "MulBackward0").startswith("MulBackward0: up to date: key")
+    assert explain(r, "MulBackward0").startswith("MulBackward0: up to date: key")
 
 
 def test_native_only_edit_explains_identical_output(specs):
     scenarios.BY_NAME["native only"].apply(specs.root)
     r = specs.update()
-    assert "output identical" in incremental.explain(r, "ScaleBackward0")
+    assert "output identical" in explain(r, "ScaleBackward0")
 
 
 def test_removed_entry_takes_its_objects_and_umbrella_line(specs):
@@ -128,12 +132,12 @@ def test_removed_entry_takes_its_objects_and_umbrella_line(specs):
     assert names == ["MulBackward0.cpp", "MulBackward0.h", "ScaleBackward0.cpp", "ScaleBackward0.h",
                      "ScaleBackward0.os"]
     assert "MulBackward1" not in open(os.path.join(specs.out, "Functions.h")).read()
-    assert incremental.explain(r, "MulBackward1") == "MulBackward1: removed: no longer in the specs"
+    assert explain(r, "MulBackward1") == "MulBackward1: removed: no longer in the specs"
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "version", "hand-edit", "garbage"])
 def test_untrusted_manifest_is_rebuilt_from_scratch(specs, damage):
-    path = os.path.join(specs.out, incremental.MANIFEST)
+    path = os.path.join(specs.out, MANIFEST)
     data = open(path, "rb").read()
     head, _, body = data.partition(b"\n")
     if damage == "flip":
@@ -142,7 +146,7 @@ def test_untrusted_manifest_is_rebuilt_from_scratch(specs, damage):
     elif damage == "truncate":
         data = data[: len(data) * 2 // 3]
     elif damage == "version":
-        data = head.replace(b" 1 ", b" 99 ") + b"\n" + body
+        data = head.replace(f" {FORMAT} ".encode(), b" 99 ") + b"\n" + body
     elif damage == "hand-edit":  # valid JSON, same checksum line
         data = head + b"\n" + body.replace(b'"MulBackward0"', b'"MulBackward9"')
     else:
@@ -214,14 +218,14 @@ def test_dry_run_writes_nothing(specs):
     specs.edit(*scenarios.FORMULA)
     r = specs.update(dry_run=True)
     assert r.regenerated == ["ScaleBackward0"] and r.dry_run
-    assert "would be 1 regenerated" in incremental.report(r)
+    assert "would be 1 regenerated" in report(r)
     assert specs.snapshot() == before
 
 
 def test_unity_sources_are_the_buckets(specs):
-    r = specs.update(opts=EmitOptions(unity=2, kernels=False))
+    r = specs.update(unity=2)
     assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp"]
-    r = specs.update(opts=EmitOptions(unity=1, kernels=False))
+    r = specs.update(unity=1)
     assert r.sources == ["unity/bucket_0.cpp"]
     assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
 
@@ -238,49 +242,56 @@ def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
         os.kill(os.getpid(), signal.SIGKILL)
 os.replace = replace
 from codegen.emit.options import EmitOptions
-incremental.update({out!r}, {nf!r}, {d!r}, opts=EmitOptions(kernels=False))
+incremental.update({out!r}, {nf!r}, {d!r}, request=incremental.Request(EmitOptions(kernels=False)))
 """
 
 
-@pytest.mark.parametrize("after", [1, 2, 3])
+@pytest.mark.parametrize("after", [1, 2, 3, 4])
 def test_sigkill_mid_generation_then_update_equals_clean_build(specs, after):
-    # Two ops edited: two .cpp writes, then the manifest (the 3rd rename).
+    # Two ops edited: two .cpp writes and their bucket's (they leave it to
+    # compile alone), then the manifest (the 4th rename).
     specs.edit(*scenarios.FORMULA)
     specs.edit(*scenarios.FORMULA_MUL)
     code = KILLER.format(repo=REPO, after=after, out=specs.out, nf=specs.nf, d=specs.d)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
-    assert os.path.exists(os.path.join(specs.out, incremental.MANIFEST)) == (after == 3)
+    assert os.path.exists(os.path.join(specs.out, MANIFEST)) == (after == 4)
     r = specs.update()
-    assert r.parsed == (after < 3)
+    assert r.parsed == (after < 4)
     fresh = Specs(specs.root / "fresh", like=specs)
     fresh.update()
-    assert tree(specs.out) == tree(fresh.out)
+    if after == 4:  # the update had finished: the edited ops compile alone, the cold layout has them in the bucket
+        assert {p: t for p, t in tree(specs.out).items() if not p.startswith("unity")} == \
+            {p: t for p, t in tree(fresh.out).items() if not p.startswith("unity")}
+    else:
+        assert tree(specs.out) == tree(fresh.out)
     assert not specs.update().parsed
 
 
 def test_render_ignores_unkeyed_fields(specs):
     """Keys leave out file/line (so inserting an entry does not re-key the
     entries below it): that is only sound if the text ignores them too."""
-    infos = specs.render.load(specs.nf, specs.d, None)
-    assert any("::" in i.op for i in infos)  # op kernels too
-    for info in infos:
-        if "::" in info.op:  # an op kernel: its native function's location
-            moved = dataclasses.replace(info, func=dataclasses.replace(info.func, file="x", line=1))
+    units = specs.render.load(specs.nf, specs.d, None)
+    assert any(u.kind is Kind.KERNEL for u in units)  # op kernels too
+    opts = canonical(EmitOptions())
+    for u in units:
+        if u.kind is Kind.KERNEL:  # an op kernel: its native function's location
+            s = u.subject
+            moved = dataclasses.replace(s, func=dataclasses.replace(s.func, file="x", line=1))
         else:
-            moved = dataclasses.replace(info, file="elsewhere.yaml", line=info.line + 100, entry={})
-        assert specs.render.op(moved, EmitOptions()) == specs.render.op(info, EmitOptions())
-        opts = incremental.options_json(EmitOptions())
-        a = incremental.op_key(info, opts, "g")
-        relocated = moved if "::" in info.op else dataclasses.replace(info, file="x", line=1)
-        assert a == incremental.op_key(relocated, opts, "g")
+            moved = dataclasses.replace(u.subject, file="elsewhere.yaml", line=u.subject.line + 100, entry={})
+        relocated = dataclasses.replace(u, subject=moved)
+        assert relocated.render(EmitOptions()) == u.render(EmitOptions())
+        if u.kind is Kind.FUNCTION:  # the entry is keyed; its location is not
+            relocated = dataclasses.replace(u, subject=dataclasses.replace(u.subject, file="x", line=1))
+        assert unit_key(u, opts, "g") == unit_key(relocated, opts, "g")
 
 
 def test_keys_are_stable_across_processes(specs):
     code = ("import sys; sys.path.insert(0, %r)\n"
             "from codegen import incremental as i\n"
             "from codegen.emit.options import EmitOptions\n"
-            "r = i.update(%r, %r, %r, opts=EmitOptions(kernels=False))\n"
+            "r = i.update(%r, %r, %r, request=i.Request(EmitOptions(kernels=False)))\n"
             "print(sorted(r.keys.items()))") % (REPO, str(specs.root / "other"), specs.nf, specs.d)
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONHASHSEED=str(seed))).stdout for seed in (1, 2)}
