@@ -27,11 +27,11 @@ BREAK_KEY = f"""
 import dataclasses, os, sys
 sys.path.insert(0, os.getcwd())
 from codegen import incremental
-_op_key = incremental.op_key
-def op_key(info, options, generator):
-    k = _op_key(info, options, generator)
-    return dataclasses.replace(k, key=k.key + os.urandom(8).hex()) if k.op == {SALTED!r} else k
-incremental.op_key = op_key
+_unit_key = incremental.unit_key
+def unit_key(unit, options, generator):
+    k = _unit_key(unit, options, generator)
+    return dataclasses.replace(k, key=k.key + os.urandom(8).hex()) if k.name == {SALTED!r} else k
+incremental.unit_key = unit_key
 """
 
 
@@ -53,7 +53,8 @@ def test_a_miss_where_a_hit_is_due_is_flagged(tiny_checkout, tmp_path, broken):
 def test_report_parsing_reads_op_kernels_and_counts():
     line = ("autograd_functions: build/example/gen: 11 Functions + 13 op kernels: 1 regenerated, 23 unchanged, "
             "0 removed; derivatives entry changed: 3 (ScaleBackward0, myops::scale, myops::scale_); "
-            "2 re-rendered identical, left untouched; 1 object recompiled")
+            "2 re-rendered identical, left untouched; compiled as 2 buckets + 1 on its own (ScaleBackward0); "
+            "1 compiled (0 buckets, 1 on its own)")
     rep = counts.parse_report("scons: x\n" + line + "\n")
     assert (rep["functions"], rep["regenerated"], rep["removed"], rep["identical"], rep["recompiled"]) == \
         (24, 1, 0, 2, 1)
