@@ -34,8 +34,8 @@ SCALARS = """\
   multi: |
     line one
     line two
-- base: &base {k: 1, j: two}
-  merged: {<<: *base, j: three}
+- base: {k: 1, j: two}
+  merged: {<<: {k: 1, j: two}, j: three}
 """
 
 

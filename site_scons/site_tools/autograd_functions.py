@@ -188,6 +188,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     """Generate, compile and link the Functions into one shared library;
     when a stamp (autograd_stamp.py) says nothing changed since it was
     built, return it as a plain file without declaring the per-op graph."""
+    _import_codegen()
     import autograd_stamp as stamp
     env.AppendUnique(CPPPATH=[_no_duplicate(env.Dir(outdir))])  # for the caller's own code
     env = env.Clone()  # the key must describe the environment the builders use
