@@ -220,16 +220,29 @@ def _annotated_type_str(t: Type, ann: Optional[Annotation]) -> str:
 # ------------------------------------------------------- args & returns
 
 
-@dataclass(frozen=True)
-class Argument:
-    name: str
-    type: Type
-    default: Optional[str]
-    annotation: Optional[Annotation]
+class _Annotated:
+    """What arguments and returns share: an alias annotation, canonical text."""
 
     @property
     def is_write(self) -> bool:
         return self.annotation is not None and self.annotation.is_write
+
+    def __str__(self) -> str:
+        return self._text
+
+    def canonical(self, text: str, what: str):
+        """self, if it spells `text` back exactly."""
+        if str(self) != text:
+            raise SchemaError(f"{what} '{text}' is not in canonical form (would be '{self}')")
+        return self
+
+
+@dataclass(frozen=True)
+class Argument(_Annotated):
+    name: str
+    type: Type
+    default: Optional[str]
+    annotation: Optional[Annotation]
 
     @staticmethod
     @lru_cache(maxsize=None)
@@ -246,13 +259,7 @@ class Argument:
             default = None
         t, ann = _parse_annotated_type(type_s)
         check_name(name, "argument name")
-        r = Argument(name, t, default, ann)
-        if str(r) != arg:
-            raise SchemaError(f"argument '{arg}' is not in canonical form (would be '{r}')")
-        return r
-
-    def __str__(self) -> str:
-        return self._text
+        return Argument(name, t, default, ann).canonical(arg, "argument")
 
     @cached_property
     def _text(self) -> str:
@@ -267,14 +274,10 @@ class Argument:
 
 
 @dataclass(frozen=True)
-class Return:
+class Return(_Annotated):
     name: Optional[str]
     type: Type
     annotation: Optional[Annotation]
-
-    @property
-    def is_write(self) -> bool:
-        return self.annotation is not None and self.annotation.is_write
 
     @staticmethod
     @lru_cache(maxsize=None)
@@ -286,13 +289,7 @@ class Return:
         t, ann = _parse_annotated_type(type_s)
         if name is not None:
             check_name(name, "return name")
-        r = Return(name, t, ann)
-        if str(r) != ret:
-            raise SchemaError(f"return '{ret}' is not in canonical form (would be '{r}')")
-        return r
-
-    def __str__(self) -> str:
-        return self._text
+        return Return(name, t, ann).canonical(ret, "return")
 
     @cached_property
     def _text(self) -> str:
