@@ -12,13 +12,16 @@ daemon a test starts is stopped by pid in a `finally`, pass or fail, and the
 test checks that none is left.
 """
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
 
 import pytest
 
@@ -170,6 +173,18 @@ def live_with_env(key, value):
     return pids
 
 
+def gone(key, value, timeout=20.0):
+    """Wait until no process with key=value in its environment runs; the
+    pids still running after `timeout` (then killed, and reported)."""
+    deadline = time.monotonic() + timeout
+    while (pids := live_with_env(key, value)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
+
+
 @needs_sccache
 def test_an_sccache_server_that_cannot_start_stops_the_build_with_its_error(tmp_path):
     root = clone(tmp_path / "a")
@@ -180,7 +195,7 @@ def test_an_sccache_server_that_cannot_start_stops_the_build_with_its_error(tmp_
     assert "sccache: error: Server startup failed" in proc.stderr
     assert len(compile_lines(proc.stdout)) == 1  # the build stopped at the first compile
     assert len(re.findall(r"^scons: \*\*\* \[", proc.stderr, re.M)) == 1
-    assert live_with_env("SCCACHE_SERVER_UDS", sock) == []
+    assert gone("SCCACHE_SERVER_UDS", sock) == []
 
 
 @pytest.mark.compile
@@ -214,7 +229,7 @@ def test_sccache_shared_cache_second_clone_is_all_hits(tmp_path):
         assert os.path.getsize(os.path.join(b_root, LIB)) > 0
     finally:
         subprocess.run([sccache, "--stop-server"], env=full, capture_output=True)
-        assert live_with_env("SCCACHE_SERVER_PORT", port) == []
+        assert gone("SCCACHE_SERVER_PORT", port) == []  # it exits shortly after --stop-server
 
 
 # --- distcc ------------------------------------------------------------------
