@@ -143,6 +143,13 @@ def test_a_missing_launcher_is_one_line_at_configure_time(tmp_path, program):
     assert not os.path.exists(os.path.join(root, "build", "example", "gen"))  # before generation
 
 
+def test_a_launcher_with_unbalanced_quotes_is_one_line(tmp_path):
+    root = clone(tmp_path / "a")
+    proc = run_scons(root, f"CXX={FAKE_CXX}", "LAUNCHER=ccache 'x")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "scons: *** LAUNCHER \"ccache 'x\": No closing quotation"
+
+
 # --- sccache -----------------------------------------------------------------
 
 def sccache_path():
