@@ -299,6 +299,15 @@ class Bench:
         self.record(name, "ours_cli", wall=r.wall, cpu=r.cpu, rss_mib=r.rss_mib)
         self.log(f"  ours python -m codegen generate: {r.wall:.2f} s")
 
+    def distcc(self, name: str, folder: str) -> None:
+        """bench_distcc's cold build: wall time and the daemon's remote jobs."""
+        import bench_distcc
+        r = bench_distcc.measure("torch", self.args.unity or 16, 8, "-O2", folder, None)
+        if not r["all_compiles_remote"] or r["returncode"] != 0:
+            self.failures.append(f"{name}: not every compile ran on the distcc daemon: {r}")
+        self.record(name, "distcc", wall=r["wall_s"], remote_jobs=r["remote_ok"], compiles=r["compiles"])
+        self.log(f"  distcc: {r['wall_s']:.1f} s, {r['remote_ok']} of {r['compiles']} compiles remote")
+
     def empty_floor(self, name: str) -> None:
         r = scons(self.empty)
         self.record(name, "empty", wall=r.wall, cpu=r.cpu)
@@ -326,6 +335,8 @@ class Bench:
                 self.torchgen_side(name, i, fresh["tg"] if sc.cold else None)
             elif side == "empty":
                 self.empty_floor(name)
+            elif side == "distcc":
+                self.distcc(name, os.path.join(self.work, f"distcc-{name}-{i}"))
 
     def run_all(self) -> None:
         self.setup()

@@ -86,6 +86,9 @@ SCENARIOS = [
              quick_torchgen=True),
     Scenario("cold_build", "cold build of torch's Functions (scons UNITY=N; torchgen: Functions.cpp), -j2",
              cold=True, sides=("ours_full", "torchgen"), real="always", long=True, quick=False),
+    # On one machine this shows the plumbing, not a speed-up (README: Scaling out).
+    Scenario("distcc_cold", "cold build of torch's Functions through distcc, loopback daemon, -j8",
+             cold=True, sides=("distcc",), long=True, quick=False),
     Scenario("noop", "no-op", expect=(0, 0, 0), sides=EDIT_SIDES + ("empty",), quick_torchgen=True),
     Scenario("formula1", "1 formula edited", ("formulas", FORMULA_1), (1, 0, None), quick_torchgen=True,
              edited=1),
