@@ -51,7 +51,9 @@ def summarize_runs(runs: dict, floor: dict, n_functions: int | None, jobs: int, 
         row: dict = {"label": label(name), "raw": sides}
         for side, xs in sides.items():
             row[side] = summarize([x["wall"] for x in xs])
-            row[side + "_cpu"] = summarize([x["cpu"] for x in xs])
+            cpu = [x["cpu"] for x in xs if x.get("cpu") is not None]  # (distcc: CPU is on the daemon)
+            if cpu:
+                row[side + "_cpu"] = summarize(cpu)
         if "ours_full" in sides:
             full = sides["ours_full"]
             row["compiled"] = full[0]["compiled"]
