@@ -117,6 +117,9 @@ def table(res: dict) -> str:
         if r.get("ours_full_estimate"):
             full = f"est. {r['ours_full_estimate'] / 60:.0f} min ({n} TUs x per-TU / {jobs} jobs)"
             compiled = f"({n})"
+        elif "distcc" in r:
+            d = raw["distcc"][0]
+            full, compiled = fmt(r["distcc"]) + " (through distcc)", f"{d['remote_jobs']} of {d['compiles']} remote"
         else:
             full = fmt(r.get("ours_full"))
             if not r.get("compile_real", True):
