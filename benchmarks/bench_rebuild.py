@@ -273,7 +273,8 @@ class Bench:
         jobs = [f"-j{self.jobs}"] if sc.jobs == "bench" else []
         if sc.cold and sc.specs == "torch":  # (the example's cold build queries torch: a true cold build)
             self.fresh_build(build)
-        unity = [f"UNITY={a.unity}"] if a.unity is not None and sc.specs == "torch" else []
+        # (the edit scenarios keep the layout the setup built: their counts assume it)
+        unity = [f"UNITY={a.unity}"] if a.unity is not None and sc.specs == "torch" and sc.cold else []
         r = scons(self.ours, *specs, f"BUILD={build}", *jobs, *unity, *sc.scons_args, settle=sc.cold)
         log = self.wrapper.take_log()
         objs = [e for e in log if e["kind"] == "compile"]
@@ -375,8 +376,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", metavar="DIR", help="work here and keep it (default: a temporary folder)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2,
                     help="parallel compiles of ours (default: %(default)s)")
-    ap.add_argument("--unity", type=int, metavar="N", help="scons UNITY=N for torch's specs (default: the "
-                    "tool's default layout)")
+    ap.add_argument("--unity", type=int, metavar="N", help="scons UNITY=N for the cold build of torch's specs "
+                    "(default: the tool's default layout)")
     ap.add_argument("--torchgen-compiles", type=int, default=1, metavar="N",
                     help="compile torchgen's Functions.cpp on the first N repetitions of each scenario "
                     "(each takes minutes; default %(default)s)")

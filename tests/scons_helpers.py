@@ -25,11 +25,9 @@ def clone(dst, torch_facts=True):
     in a subprocess, which is not what these tests are about)."""
     shutil.copytree(REPO, dst, ignore=_IGNORE)
     if torch_facts:
-        if not _FACTS:
-            import tempfile
-
+        if not _FACTS:  # next to the first clone (a test's temporary folder)
             from spec_facts import torch_flags
-            path = os.path.join(tempfile.mkdtemp(prefix="torch_facts_"), ".torch.json")
+            path = os.path.join(os.path.dirname(os.path.abspath(dst)), "torch_facts.json")
             torch_flags.torch_facts(path)
             _FACTS.append(path)
         os.makedirs(os.path.join(dst, "build"))
