@@ -2,6 +2,7 @@
 nothing generated lost, no interleaving (stand-in compiler throughout)."""
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -15,11 +16,17 @@ EXAMPLE_ARGS = (f"CXX={FAKE_CXX}",)
 GEN = os.path.join("build", "example", "gen")
 
 
-@pytest.fixture
-def built_repo(tmp_path):
-    root = clone(tmp_path / "repo")
+@pytest.fixture(scope="module")
+def _built_example(tmp_path_factory):
+    root = clone(tmp_path_factory.mktemp("example") / "repo")
     scons(root, *EXAMPLE_ARGS)
     return root
+
+
+@pytest.fixture
+def built_repo(_built_example, tmp_path):
+    """A private copy of a checkout whose example is built (mtimes kept: up to date)."""
+    return str(shutil.copytree(_built_example, tmp_path / "repo", symlinks=True))
 
 
 def one_error_line(proc):
