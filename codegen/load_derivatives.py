@@ -20,8 +20,9 @@ from typing import Any, Optional, Sequence
 
 from .api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
                            unique_by_name, uses_ident)
-from .api.cpp import Binding, api_name, cpp_arguments, return_names, return_type
+from .api.cpp import Binding, cpp_arguments, return_names, return_type
 from .errors import SpecError
+from .matching import Matcher, view_copy_infos
 from .saved_attributes import saved_attributes
 from .model import INPLACE, FunctionSchema, Type
 from .native_functions import NativeFunction, NativeSpec, load_tags, parse_native_functions
@@ -83,7 +84,7 @@ def load_infos(native_functions: str, derivatives: str,
 
 def infos_from_specs(specs: Specs) -> list[DifferentiabilityInfo]:
     """All infos, in derivatives.yaml order, then the derived {view}_copy ones."""
-    matcher = _Matcher(specs.native)
+    matcher = Matcher(specs.native)
     counter: Counter[str] = Counter()
     by_func: dict[str, list[DifferentiabilityInfo]] = {}
     where: dict[str, Entry] = {}
@@ -97,46 +98,15 @@ def infos_from_specs(specs: Specs) -> list[DifferentiabilityInfo]:
         by_func[key] = infos
         where[key] = e
     out = [i for infos in by_func.values() for i in infos]
-    out += _view_copy_infos(by_func, specs.native)
+    out += view_copy_infos(by_func, specs.native)
     return out
-
-
-# ------------------------------------------------------------- matching
-
-
-class _Matcher:
-    def __init__(self, native: NativeSpec):
-        self.by_schema: dict[str, NativeFunction] = {}
-        self.by_signature: dict[str, list[NativeFunction]] = {}
-        for f in native.ordered:
-            s = str(f.func)
-            if s in self.by_schema:
-                raise SpecError(f"two native functions have the schema '{s}' (the other is at "
-                                f"line {self.by_schema[s].line})", f.file, f.line, s)
-            self.by_schema[s] = f
-            self.by_signature.setdefault(f.func.signature_key, []).append(f)
-
-    def canonical(self, spec: str, base_name: str) -> NativeFunction:
-        f = self.by_schema.get(spec)
-        if f is None:
-            similar = sorted(s for s, g in self.by_schema.items() if api_name(g.func) == base_name)
-            hint = ("; schemas named like it: " + " | ".join(similar)) if similar else \
-                "; no native function has that name"
-            raise ValueError(f"no native function has exactly this schema{hint}")
-        group = self.by_signature[f.func.signature_key]
-        for g in group:
-            if not g.func.is_functional_fn() and not g.func.is_out_fn() and g.func.name.name == base_name:
-                return g
-        if api_name(group[0].func) != base_name + "_":
-            raise ValueError(f"'{base_name}' names none of the variants of '{f.func}'")
-        return group[0]  # only an in-place variant exists
 
 
 # ---------------------------------------------------------- per entry
 
 
 class _EntryLoader:
-    def __init__(self, path: str, entry: Entry, matcher: _Matcher, counter: Counter):
+    def __init__(self, path: str, entry: Entry, matcher: Matcher, counter: Counter):
         self.path, self.entry, self.matcher, self.counter = path, entry, matcher, counter
         self.spec: Optional[str] = entry.data.get("name") if isinstance(entry.data.get("name"), str) else None
 
@@ -220,54 +190,10 @@ class _EntryLoader:
         fs = f.func
         bindings = self.bindings(f)
         arg_names = [b.name for b in bindings]
-        ret_names = [r.name for r in fs.returns]
-        outputs = self.output_names(f)
         flags = od or (True,) * len(fs.returns)
         available = tuple(f"grad_{r.name}" for r, ok in zip(fs.returns, flags)
                           if ok and r.name is not None and r.type.base() == "Tensor")
-
-        derivatives: list[Derivative] = []
-        forwards: list[tuple[str, tuple[str, ...], str]] = []
-        non_diff: list[str] = []
-        defined: dict[str, str] = {}
-        fw_defined: dict[str, str] = {}
-        for raw_key in sorted(defn, key=str):
-            k = str(raw_key)
-            if not isinstance(raw_key, str):
-                raise self.error(f"formula key {raw_key!r} must name arguments or outputs", *where)
-            formula = defn[raw_key]
-            if not isinstance(formula, str):
-                raise self.error(f"the formula for '{k}' must be a string", *where, k)
-            names = tuple(x.strip() for x in k.split(","))
-            for name in names:
-                if name in arg_names and name in ret_names:
-                    raise self.error(f"'{name}' is both an argument and a named output", *where, k)
-            if names[0] not in arg_names:   # a forward-mode formula
-                for name in names:
-                    if name not in outputs:
-                        raise self.error(f"formula key '{k}': '{name}' is neither an argument nor an "
-                                         f"output of '{fs}'", *where, k)
-                    if name in fw_defined:
-                        raise self.error(f"two forward formulas for output '{name}' ('{fw_defined[name]}' "
-                                         f"and '{k}')", *where, k)
-                    fw_defined[name] = k
-                forwards.append((formula, names, k))
-                continue
-            for name in names:
-                if name not in arg_names:
-                    raise self.error(f"formula key '{k}': '{name}' is not an argument of '{fs}'", *where, k)
-                if name in defined:
-                    raise self.error(f"two formulas for argument '{name}' ('{defined[name]}' and '{k}')",
-                                     *where, k)
-                defined[name] = k
-            if formula.lower().strip() == "non_differentiable":
-                non_diff.extend(names)
-                continue
-            try:
-                derivatives.append(self.derivative(f, bindings, formula, names, available))
-            except ValueError as ex:
-                raise self.error(f"formula for '{k}': {ex}", *where, k) from None
-
+        derivatives, forwards, non_diff = self.formulas(f, bindings, defn, available, where)
         diff_names = {n for d in derivatives for n in d.var_names}
         args_with_derivatives = tuple(b for b in bindings if b.name in diff_names)
         try:
@@ -294,6 +220,58 @@ class _EntryLoader:
             non_differentiable_arg_names=tuple(non_diff),
             output_differentiability=od, output_differentiability_conditions=conditions,
             file=self.path, line=self.entry.line, entry=self.entry.data)
+
+    def formulas(self, f: NativeFunction, bindings: list[Binding], defn: dict, available: tuple,
+                 where: tuple) -> tuple[list[Derivative], list[tuple[str, tuple[str, ...], str]], list[str]]:
+        """The entry's formula keys, checked: (backward derivatives, forward
+        formulas as (formula, output names, key), non-differentiable args)."""
+        fs = f.func
+        arg_names = [b.name for b in bindings]
+        ret_names = [r.name for r in fs.returns]
+        outputs = self.output_names(f)
+        derivatives: list[Derivative] = []
+        forwards: list[tuple[str, tuple[str, ...], str]] = []
+        non_diff: list[str] = []
+        defined: dict[str, str] = {}
+        fw_defined: dict[str, str] = {}
+        for raw_key in sorted(defn, key=str):
+            k = str(raw_key)
+            if not isinstance(raw_key, str):
+                raise self.error(f"formula key {raw_key!r} must name arguments or outputs", *where)
+            formula = defn[raw_key]
+            if not isinstance(formula, str):
+                raise self.error(f"the formula for '{k}' must be a string", *where, k)
+            names = tuple(x.strip() for x in k.split(","))
+            for name in names:
+                if name in arg_names and name in ret_names:
+                    raise self.error(f"'{name}' is both an argument and a named output", *where, k)
+            if names[0] not in arg_names:   # a forward-mode formula
+                self.claim(fs, names, outputs, fw_defined, k, where, forward=True)
+                forwards.append((formula, names, k))
+                continue
+            self.claim(fs, names, arg_names, defined, k, where, forward=False)
+            if formula.lower().strip() == "non_differentiable":
+                non_diff.extend(names)
+                continue
+            try:
+                derivatives.append(self.derivative(f, bindings, formula, names, available))
+            except ValueError as ex:
+                raise self.error(f"formula for '{k}': {ex}", *where, k) from None
+        return derivatives, forwards, non_diff
+
+    def claim(self, fs: FunctionSchema, names: tuple[str, ...], valid, defined: dict, k: str,
+              where: tuple, forward: bool) -> None:
+        """Each name of key `k` must be valid and not defined by another key."""
+        for name in names:
+            if name not in valid:
+                if forward:
+                    raise self.error(f"formula key '{k}': '{name}' is neither an argument nor an "
+                                     f"output of '{fs}'", *where, k)
+                raise self.error(f"formula key '{k}': '{name}' is not an argument of '{fs}'", *where, k)
+            if name in defined:
+                kind = "forward formulas for output" if forward else "formulas for argument"
+                raise self.error(f"two {kind} '{name}' ('{defined[name]}' and '{k}')", *where, k)
+            defined[name] = k
 
     @staticmethod
     def output_names(f: NativeFunction) -> set[str]:
@@ -404,33 +382,3 @@ def _check_grad_usage(derivatives: Sequence[Derivative]) -> None:
                          "differentiable one")
     if named and (uses_grad or n_grads):
         raise ValueError("formulas mix 'grad_<output>' with 'grad' or 'grads[i]'")
-
-
-# ------------------------------------------------------- view copies
-
-
-def _view_copy_infos(by_func: dict[str, list[DifferentiabilityInfo]],
-                     native: NativeSpec) -> list[DifferentiabilityInfo]:
-    """A view's `{view}_copy` twin has the same derivatives, unless
-    derivatives.yaml already defines them."""
-    groups = {str(g.view.func.name): g for g in native.view_groups}
-    out = []
-    for infos in by_func.values():
-        g = groups.get(str(infos[0].func.func.name))
-        if g is None or g.view_copy is None or str(g.view_copy.func) in by_func:
-            continue
-        for i in infos:
-            base, _, rest = i.name.partition(".")
-            out.append(DifferentiabilityInfo(
-                name=f"{base}_copy.{rest}", func=g.view_copy, dispatch_key=i.dispatch_key,
-                op=None if i.op is None else f"{i.op}_copy",
-                derivatives=i.derivatives, forward_derivatives=i.forward_derivatives,
-                all_saved_inputs=i.all_saved_inputs, all_saved_outputs=i.all_saved_outputs,
-                available_named_gradients=i.available_named_gradients,
-                used_named_gradients=i.used_named_gradients,
-                args_with_derivatives=i.args_with_derivatives,
-                non_differentiable_arg_names=i.non_differentiable_arg_names,
-                output_differentiability=i.output_differentiability,
-                output_differentiability_conditions=i.output_differentiability_conditions,
-                file=i.file, line=i.line, entry=i.entry))
-    return out
