@@ -117,7 +117,8 @@ class Bench:
             scons(self.ours, *self.sargs, "BUILD=build", os.path.join(gen, "prelude_pch.h.gch"))
             pch = [e for e in self.wrapper.take_log() if e["kind"] == "pch"]
             self.floor["pch_build_s"] = pch[0]["seconds"] if pch else None
-        self.compile_cmd = self.command_of(os.path.join(gen, "functions", TEMPLATE_OP + ".os"))
+        # Our TUs' exact command line (a bucket's: every generated TU has the same flags).
+        self.compile_cmd = self.command_of(os.path.join(gen, "unity", "bucket_0.os"))
         if not a.standin_only:
             self.per_tu()
             self.header_parse()
@@ -164,7 +165,7 @@ class Bench:
         return plain
 
     def compile_alone(self, cmd: list[str], src: str, obj: str, extra: list[str] = ()) -> Run:
-        """`cmd` (a per-op compile line) compiling `src` into `obj` instead."""
+        """`cmd` (one of our TUs' compile line) compiling `src` into `obj` instead."""
         c = [x for x in cmd if not x.startswith("-Ibuild")]
         c[c.index("-o") + 1] = obj
         c[-1] = src
@@ -185,12 +186,13 @@ class Bench:
         if not self.quick or not self.args.pch:
             variants.append(("without_pch", self.plain_cmd))
         gen = ["-I" + os.path.join("build", "torch", "gen")]
+        src = os.path.join("build", "torch", "gen", "functions", TEMPLATE_OP + ".cpp")
         template = None
         for name, cmd in variants:
             runs = []
             obj = os.path.join(d, f"{TEMPLATE_OP}.{name}.os")
             for _ in range(1 if self.quick else self.args.repeat):
-                runs.append(self.compile_alone(cmd, cmd[-1], obj, gen))
+                runs.append(self.compile_alone(cmd, src, obj, gen))
                 self.log(f"floor: one per-op TU ({TEMPLATE_OP}) {name.replace('_', ' ')}: {runs[-1].wall:.1f} s")
             self.floor[f"per_tu_{name}"] = summarize([r.wall for r in runs])
             self.floor[f"per_tu_{name}_cpu"] = summarize([r.cpu for r in runs])["median"]
