@@ -1,7 +1,9 @@
 """The example extension (specs/) and the test extensions under tests/fixtures/,
 built once per test session into a temporary build folder (`scons UNITY=2
 -j2 OPT=-O0 BUILD=...` from this checkout), for the test modules that run
-their ops (not a test module itself)."""
+their ops (not a test module itself).  `AGF_TEST_BUILD_<NAME>=DIR` (NAME:
+the example folder's name in capitals, e.g. SPECS, NIMPL_EXT) builds into DIR
+instead, incrementally across sessions."""
 
 import glob
 import os
@@ -15,7 +17,8 @@ _built: dict = {}
 def build(tmp_path_factory, example: str = "specs") -> str:
     """The build folder of `example` (a folder of this checkout), built once."""
     if example not in _built:
-        folder = str(tmp_path_factory.mktemp("build-" + os.path.basename(example)))
+        name = os.path.basename(example)
+        folder = os.environ.get("AGF_TEST_BUILD_" + name.upper()) or str(tmp_path_factory.mktemp("build-" + name))
         scons(REPO, "UNITY=2", "-j2", "OPT=-O0", f"BUILD={folder}", f"EXAMPLE={example}")
         _built[example] = folder
     return _built[example]

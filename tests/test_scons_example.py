@@ -29,7 +29,7 @@ FUNCTIONS = ["AffineBackward0", "BmulBackward0", "CubeBackward0", "GatherRowsBac
              "StackSumBackward0"]
 KERNELS = ["myops_affine", "myops_bmul", "myops_cube", "myops_gather_rows", "myops_masked_scale", "myops_myexp",
            "myops_row_sum", "myops_scale", "myops_scale_", "myops_scale_out", "myops_sincos_sign",
-           "myops_soft_clip", "myops_stack_sum"]
+           "myops_soft_clip", "myops_sq_norm", "myops_stack_sum"]
 OBJECTS = sorted([f + ".os" for f in FUNCTIONS + KERNELS] + ["kernels.os"])
 # -O0: these tests are about what gets built, not how fast it runs.
 ARGS = ("-j2", "OPT=-O0")
@@ -61,8 +61,8 @@ def test_cold_build_compiles_every_function_and_kernel(cold):
     root, out = cold
     assert compiled(out) == OBJECTS
     line = report(out)[0]
-    assert line.startswith("build/example/gen: 11 Functions + 13 op kernels: 24 regenerated, 0 unchanged")
-    assert line.endswith("; 24 objects recompiled")
+    assert line.startswith("build/example/gen: 11 Functions + 14 op kernels: 25 regenerated, 0 unchanged")
+    assert line.endswith("; 25 objects recompiled")
     symbols = subprocess.run(["nm", "-DC", "--defined-only", os.path.join(root, LIB)],
                              capture_output=True, text=True).stdout
     for op in FUNCTIONS:
@@ -96,7 +96,7 @@ def test_second_build_regenerates_nothing_and_compiles_nothing(cold, cache):
     out = scons(root, *ARGS, f"CACHEDIR={cache}").stdout
     assert compiled(out) == [] and linked(out, "myops_ext.so") is None
     assert f"`{LIB}' is up to date." in out
-    assert report(out) == ["build/example/gen: 11 Functions + 13 op kernels: 0 regenerated, 24 unchanged, "
+    assert report(out) == ["build/example/gen: 11 Functions + 14 op kernels: 0 regenerated, 25 unchanged, "
                            "0 removed; inputs unchanged (specs not parsed); 0 objects recompiled"]
 
 
@@ -140,7 +140,7 @@ def test_editing_one_formula_recompiles_one_object_and_changes_the_gradient(cold
     lines = report(out)
     # The kernels of scale and scale_ are re-keyed (their Function's info
     # changed) but render the same bytes: not rewritten, not recompiled.
-    assert lines[0] == ("build/example/gen: 11 Functions + 13 op kernels: 1 regenerated, 23 unchanged, "
+    assert lines[0] == ("build/example/gen: 11 Functions + 14 op kernels: 1 regenerated, 24 unchanged, "
                         "0 removed; derivatives entry changed: 3 (ScaleBackward0, myops::scale, "
                         "myops::scale_); 2 re-rendered identical, left untouched; 1 object recompiled")
     assert lines[1].startswith("explain: ScaleBackward0: regenerated: derivatives entry changed")

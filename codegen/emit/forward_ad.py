@@ -54,15 +54,16 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
               if b.argument is not None and is_tensor_like(b.argument.type)]
     if not inputs:
         return ForwardAD([], [], set(), False)
-    rnames = [("result" if x == "self" else x) for x in return_names(fs)]
+    ofs = info.func.func  # the functional's outputs, for an in-place variant using its entry
+    rnames = [("result" if x == "self" else x) for x in return_names(ofs)]
     douts = [o.name for o in differentiable_outputs(info)]
     targets = {}
     for fd in info.forward_derivatives:
         _check_names(fd, info, unit)
         for n in fd.var_names:
-            targets[n] = _output_index(n, fs)
-            if str(fs.returns[targets[n]].type) != "Tensor":
-                raise SpecError(f"a forward formula for the '{fs.returns[targets[n]].type}' output '{n}' is "
+            targets[n] = _output_index(n, ofs)
+            if str(ofs.returns[targets[n]].type) != "Tensor":
+                raise SpecError(f"a forward formula for the '{ofs.returns[targets[n]].type}' output '{n}' is "
                                 f"not supported (only Tensor outputs get tangents)", info.file or None,
                                 _line_of(info, fd) or None, str(info.func.func))
     covered = {rnames[i] for i in targets.values()}

@@ -226,13 +226,16 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
             out.append(f"  grad_fn->{b.name}_size_ = {b.name}.size();")
     out.append("}")
     out += call
-    out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
-            f"  return op.call({', '.join(names)});", "})();"]
+    if ret == "void":  # an in-place op in the PT2 custom-op style: `-> ()`
+        out += ["{", "  at::AutoDispatchBelowADInplaceOrView guard;", f"  op.call({', '.join(names)});", "}"]
+    else:
+        out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
+                f"  return op.call({', '.join(names)});", "})();"]
     if inplace:
         out += ["increment_version(self);", "if (grad_fn) {",
                 "  rebase_history(flatten_tensor_args(self), grad_fn);"]
         out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=True)]
-        return out + ["}"] + fw.after + [_return(fs)]
+        return out + ["}"] + fw.after + ([_return(fs)] if fs.returns else [])
 
     rnames = [("result" if x == "self" else x) for x in return_names(fs)]
     douts = [o.name for o in differentiable_outputs(info)]
