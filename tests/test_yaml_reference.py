@@ -7,6 +7,7 @@ unity bucket would; the unsupported forms are located errors."""
 
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_everything_generated_compiles_in_one_tu(tmp_path):
     import cxx
     if not cxx.have_compiler():
         pytest.skip("no C++ compiler")
-    subprocess.run(["python", "-m", "codegen", "generate", "-q", "--native-functions",
+    subprocess.run([sys.executable, "-m", "codegen", "generate", "-q", "--native-functions",
                     os.path.join(FIXTURE, "native_functions.yaml"), "--derivatives",
                     os.path.join(FIXTURE, "derivatives.yaml"), "--out", str(tmp_path), "--namespace",
                     "ref::autograd", "--include", "helpers.h"], check=True, cwd=REPO)
