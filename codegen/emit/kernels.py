@@ -181,30 +181,9 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
             f'    .findSchemaOrThrow("{f.namespace}::{n.name}", "{n.overload}")',
             f"    .typed<{sig}>();"]
     out: list[str] = list(fw.before)
-    tensor_args = [a.name for a in args if a.type.base() == "Tensor"]
 
     if kind == OUT or info is None:
-        # Not differentiable here.  Without any formula (or for out=), refuse
-        # inputs that require grad rather than return results silently cut
-        # off from the graph; an entry marking everything non_differentiable
-        # says the results simply do not require grad.
-        if tensor_args and (kind == OUT or unit.info is None):
-            what = "functions with out=... arguments don't support automatic differentiation" if kind == OUT \
-                else "has no derivative formula"
-            out += [f"if (compute_requires_grad({', '.join(tensor_args)})) {{",
-                    f'  TORCH_CHECK(false, "{fs.name}(): {what}, but one of the arguments requires grad.");',
-                    "}"]
-        out += call
-        mutated = [a.name for a in args if a.is_write]
-        invoke = f"op.call({', '.join(names)})"
-        if ret == "void":
-            out += ["{", "  at::AutoDispatchBelowADInplaceOrView guard;", f"  {invoke};", "}"]
-            out += [f"increment_version({m});" for m in mutated]
-            return out
-        out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
-                f"  return {invoke};", "})();"]
-        out += [f"increment_version({m});" for m in mutated]
-        return out + [_return(fs)]
+        return out + _plain_body(unit, call, ret)
 
     inplace = kind == INPLACE
     diff = [b.name for b in info.args_with_derivatives]
@@ -249,6 +228,34 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
         out.append(f"  set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);")
     out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=False)]
     return out + ["}"] + fw.after + ["return _result;"]
+
+
+def _plain_body(unit: KernelUnit, call: list[str], ret: str) -> list[str]:
+    """Not differentiable here.  Without any formula (or for out=), refuse
+    inputs that require grad rather than return results silently cut off
+    from the graph; an entry marking everything non_differentiable says the
+    results simply do not require grad."""
+    fs = unit.func.func
+    kind = fs.kind()
+    args = fs.schema_order_arguments()
+    tensor_args = [a.name for a in args if a.type.base() == "Tensor"]
+    out: list[str] = []
+    if tensor_args and (kind == OUT or unit.info is None):
+        what = "functions with out=... arguments don't support automatic differentiation" if kind == OUT \
+            else "has no derivative formula"
+        out += [f"if (compute_requires_grad({', '.join(tensor_args)})) {{",
+                f'  TORCH_CHECK(false, "{fs.name}(): {what}, but one of the arguments requires grad.");',
+                "}"]
+    out += call
+    mutated = [a.name for a in args if a.is_write]
+    invoke = f"op.call({', '.join(a.name for a in args)})"
+    if ret == "void":
+        out += ["{", "  at::AutoDispatchBelowADInplaceOrView guard;", f"  {invoke};", "}"]
+        return out + [f"increment_version({m});" for m in mutated]
+    out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
+            f"  return {invoke};", "})();"]
+    out += [f"increment_version({m});" for m in mutated]
+    return out + [_return(fs)]
 
 
 def _return(fs) -> str:
