@@ -75,14 +75,18 @@ def test_every_example_op_is_checked(ops):
 
 
 @pytest.mark.compile
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 @pytest.mark.parametrize("case", checks.CASE_NAMES + ["sq_norm"])
-def test_torch_compile_fullgraph_forward_and_backward_equal_eager(ops, case):
+def test_torch_compile_fullgraph_forward_and_backward_equal_eager(ops, case, backend):
+    """aot_eager: Dynamo and AOTAutograd (fake tensors, functionalization, the
+    joint graph through our Autograd kernels and Functions); inductor: also
+    the generated code (its first C++ compile takes a minute here)."""
     if case == "sq_norm":
         fn, inputs = ops.sq_norm, (_g(3, 4),)
     else:
         fn, _, inputs, _ = checks.cases(ops)[case]
     torch._dynamo.reset()
-    compiled = torch.compile(fn, fullgraph=True, backend="aot_eager", dynamic=False)
+    compiled = torch.compile(fn, fullgraph=True, backend=backend, dynamic=False)
     eager_out, ours = fn(*inputs), compiled(*inputs)
     torch.testing.assert_close(ours, eager_out)
     torch.testing.assert_close(checks.grads_of(compiled, inputs), checks.grads_of(fn, inputs))
