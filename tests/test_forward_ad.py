@@ -168,3 +168,19 @@ def test_forward_formula_naming_what_does_not_exist_is_a_located_error(tmp_path,
 def test_valid_forward_formula_renders(tmp_path):
     _render(tmp_path, "- name: twice(Tensor self, Tensor mask) -> Tensor\n  self: grad * 2\n"
                       "  mask: non_differentiable\n  result: self_t * 2 + int64_t(0) * self_p\n")
+
+
+def test_inplace_variant_with_the_functional_formula_keeps_the_old_primal(tmp_path):
+    """`result` is self after the op; `self_p` in the functional formula is
+    self before it: cloned before the call, as VariableType does."""
+    nf, dv = tmp_path / "native_functions.yaml", tmp_path / "derivatives.yaml"
+    nf.write_text("- func: fw::sq(Tensor self) -> Tensor\n- func: fw::sq_(Tensor(a!) self) -> Tensor(a!)\n")
+    dv.write_text("- name: sq(Tensor self) -> Tensor\n  self: 2 * grad * self\n  result: 2 * self_t * self_p + 0 * result\n")
+    opts = EmitOptions(namespace="fw::autograd")
+    (text,) = [t for u in load_units(str(nf), str(dv)) if getattr(u, "op", "") == "fw::sq_"
+               for p, t in render_unit(u, opts).items() if p.endswith(".cpp")]
+    clone = text.index("original_self_p = self._fw_primal(0).clone();")
+    assert clone < text.index("op.call(self)") < text.index("at::Tensor self_new_fw_grad = "
+                                                             "2 * self_t * original_self_p + 0 * self_p;")
+    assert "self_t_raw.copy_(self_new_fw_grad)" in text
+    assert "self._set_fw_grad(self_new_fw_grad, /*level=*/0, /*is_inplace_op=*/true);" in text

@@ -66,6 +66,8 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
                 raise SpecError(f"a forward formula for the '{ofs.returns[targets[n]].type}' output '{n}' is "
                                 f"not supported (only Tensor outputs get tangents)", info.file or None,
                                 _line_of(info, fd) or None, str(info.func.func))
+    if not douts and fs.kind() != INPLACE:
+        return ForwardAD([], [], set(), False)  # no output gets a tangent: nothing to refuse
     covered = {rnames[i] for i in targets.values()}
     missing = [o for o in douts if o not in covered]
     if fs.kind() == INPLACE:
