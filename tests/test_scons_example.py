@@ -54,6 +54,8 @@ def ops(cold):
         import myops
     finally:
         sys.path.pop(0)
+    if myops._loaded:  # another module of this session loaded its build of the same sources: one per process
+        return myops.load(next(iter(myops._loaded)))
     return myops.load(os.path.join(cold[0], LIB))
 
 
