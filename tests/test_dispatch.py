@@ -96,7 +96,8 @@ def test_bad_dispatch_is_one_located_error(tmp_path, dispatch, line, message):
         render(tmp_path, "# the test op\n" + TWICE + dispatch)
     text = str(e.value)
     assert "\n" not in text
-    head = f"{tmp_path / 'native_functions.yaml'}:{line + 1}: entry 'ext::twice(Tensor self, Scalar alpha, int[] dims) -> Tensor': "
+    head = (f"{tmp_path / 'native_functions.yaml'}:{line + 1}: "
+            f"entry 'ext::twice(Tensor self, Scalar alpha, int[] dims) -> Tensor': ")
     assert text.startswith(head + message), text
 
 

@@ -7,8 +7,6 @@ refuses a dual tensor with an error naming it, and every op's backward is
 itself differentiable (gradgradcheck).  Also the located error for a
 forward formula naming what does not exist (no compiler needed)."""
 
-import os
-
 import pytest
 
 from codegen.errors import SpecError
@@ -175,7 +173,8 @@ def test_inplace_variant_with_the_functional_formula_keeps_the_old_primal(tmp_pa
     self before it: cloned before the call, as VariableType does."""
     nf, dv = tmp_path / "native_functions.yaml", tmp_path / "derivatives.yaml"
     nf.write_text("- func: fw::sq(Tensor self) -> Tensor\n- func: fw::sq_(Tensor(a!) self) -> Tensor(a!)\n")
-    dv.write_text("- name: sq(Tensor self) -> Tensor\n  self: 2 * grad * self\n  result: 2 * self_t * self_p + 0 * result\n")
+    dv.write_text("- name: sq(Tensor self) -> Tensor\n  self: 2 * grad * self\n"
+                  "  result: 2 * self_t * self_p + 0 * result\n")
     opts = EmitOptions(namespace="fw::autograd")
     (text,) = [t for u in load_units(str(nf), str(dv)) if getattr(u, "op", "") == "fw::sq_"
                for p, t in render_unit(u, opts).items() if p.endswith(".cpp")]
