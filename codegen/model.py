@@ -166,9 +166,11 @@ class FunctionSchema:
         if self.name.inplace:
             if not (self_a and self_a.is_write):
                 raise SchemaError(f"in-place op '{self.name}' needs a mutable 'self' argument")
-            if self_a.type == BaseType("Tensor") and not (
+            # ATen's in-place ops return self; custom ops in PyTorch 2's style
+            # return nothing (torch.compile cannot functionalize an aliasing output).
+            if self_a.type == BaseType("Tensor") and self.returns and not (
                     len(self.returns) == 1 and self.returns[0].annotation == self_a.annotation):
-                raise SchemaError(f"in-place op '{self.name}' must return self")
+                raise SchemaError(f"in-place op '{self.name}' must return self (or nothing: '-> ()')")
             if self.arguments.out:
                 raise SchemaError(f"'{self.name}' cannot be both in-place and out=")
         if "functional" in self.name.overload and self.kind() != FUNCTIONAL:

@@ -67,16 +67,21 @@ def check_matches_builtin(ops, name):
 def check_inplace_and_out(ops):
     x = leaf(3, 4)
     y = x * 1
-    ops.scale_(y, 3.0)
+    assert ops.scale_(y, 3.0) is None  # `-> ()`: updates y in place
     assert y.grad_fn.name() == "ScaleBackward0"
     y.sum().backward()
     torch.testing.assert_close(x.grad, torch.full_like(x, 3.0))
-    assert gradcheck(lambda a: ops.scale_(a * 1, 1.5), (leaf(2, 3),))
+
+    def scaled(a):
+        b = a * 1
+        ops.scale_(b, 1.5)
+        return b
+
+    assert gradcheck(scaled, (leaf(2, 3),))
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
         ops.scale_(x, 2.0)
     out = torch.empty(3, 4, **D)
-    r = ops.scale.out(x.detach(), 2.0, out=out)
-    assert r.data_ptr() == out.data_ptr()
+    assert ops.scale.out(x.detach(), 2.0, out=out) is None  # `-> ()`: writes out
     torch.testing.assert_close(out, x.detach() * 2)
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         ops.scale.out(x, 2.0, out=out)

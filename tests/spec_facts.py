@@ -92,10 +92,12 @@ class ExampleOps:
     natives: tuple[str, ...]     # native functions with a kernel, e.g. myops::scale.out
     kernels: tuple[str, ...]     # their TU stems, e.g. myops_scale_out
 
-    @property
-    def objects(self) -> list[str]:
-        """The objects a build of the extension compiles (+ its hand-written kernels.cpp)."""
-        return sorted([f + ".os" for f in self.functions + self.kernels] + ["kernels.os"])
+    def objects(self, buckets: int) -> list[str]:
+        """The objects a cold build with `buckets` unity buckets compiles (+ the
+        hand-written kernels.cpp); 0: one per unit."""
+        units = [f"bucket_{i}.os" for i in range(buckets)] if buckets else \
+            [f + ".os" for f in self.functions + self.kernels]
+        return sorted(units + ["kernels.os"])
 
 
 @functools.lru_cache(maxsize=None)

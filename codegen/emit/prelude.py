@@ -50,10 +50,42 @@ using torch::autograd::variable_list;
 """
 
 
+# libtorch's own copies of the formula built-ins (below) live here.
+_MANUAL = "torch/csrc/autograd/FunctionsManual.h"
+
+# The built-ins derivatives.yaml documents for formulas, for specs that do not
+# include FunctionsManual.h (an extension's): declared in the Functions'
+# namespace, so that unqualified calls in a formula find them first.
+_BUILTINS = """
+// Formula built-ins (derivatives.yaml): `not_implemented("name")` as an
+// input's formula makes backward through it raise; `wrap_opt_if(t, cond)`.
+inline at::Tensor not_implemented(const char* name, const char* reason = "") {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "the derivative for '", name, "' is not implemented",
+                              (reason && *reason) ? ": " : ".", reason);
+  return at::Tensor();
+}
+
+inline std::vector<at::Tensor> not_implemented_list(const char* name, const char* reason = "") {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "the derivative for '", name, "' is not implemented",
+                              (reason && *reason) ? ": " : ".", reason);
+  return {};
+}
+
+inline std::optional<at::Tensor> wrap_opt_if(const at::Tensor& t, bool cond) {
+  return cond ? std::optional<at::Tensor>(t) : std::nullopt;
+}
+"""
+
+
+def _has_manual(includes: tuple[str, ...]) -> bool:
+    return any(h.strip('<>"') == _MANUAL for h in includes)
+
+
 def _prelude_impl_h(ns: str, includes: tuple[str, ...]) -> str:
     extra = "\n".join(include_line(h) for h in includes)
     if extra:
         extra = "\n// Helpers the formulas call (--include).\n" + extra + "\n"
+    builtins = "" if _has_manual(includes) else _BUILTINS
     return f"""{GENERATED}
 // What every generated autograd Function definition needs.
 #pragma once
@@ -89,7 +121,7 @@ using c10::fmap;
 using std::optional;
 using torch::autograd::IndexRange;
 using torch::autograd::TypeAndSize;
-
+{builtins}
 // Hands out consecutive gradient slots: one per tensor input, n per list.
 class SlotRanges {{
  public:

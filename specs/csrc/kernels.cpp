@@ -1,11 +1,31 @@
-// The example extension's forward kernels (CPU), written by hand.  The
-// schemas, the Autograd kernels and the backward Functions are generated.
+// The example extension's kernels, written by hand.  native_functions.yaml's
+// `dispatch:` names them; the generated gen/ops/<op>.h declare them (in
+// myops::native, with the dispatcher's signature) and gen/ops/<op>.cpp
+// register them, with the schemas, Autograd kernels and backward Functions.
 #include <ATen/ATen.h>
-#include <torch/library.h>
+#include <ATen/Dispatch.h>
 
 #include <tuple>
+#include <vector>
 
-namespace {
+#include "ops/myops_affine.h"
+#include "ops/myops_bmul.h"
+#include "ops/myops_cube.h"
+#include "ops/myops_gather_rows.h"
+#include "ops/myops_masked_scale.h"
+#include "ops/myops_myexp.h"
+#include "ops/myops_row_sum.h"
+#include "ops/myops_scale.h"
+#include "ops/myops_scale_.h"
+#include "ops/myops_scale_out.h"
+#include "ops/myops_sincos_sign.h"
+#include "ops/myops_soft_clip.h"
+#include "ops/myops_sq_norm.h"
+#include "ops/myops_stack_sum.h"
+
+namespace myops::native {
+
+// CompositeExplicitAutograd: compositions of ATen ops, for every backend.
 
 at::Tensor bmul(const at::Tensor& self, const at::Tensor& other) {
   return self * other;
@@ -15,16 +35,12 @@ at::Tensor scale(const at::Tensor& self, const at::Scalar& alpha) {
   return self * alpha;
 }
 
-at::Tensor& scale_(at::Tensor& self, const at::Scalar& alpha) {
-  return self.mul_(alpha);
+void scale_(at::Tensor& self, const at::Scalar& alpha) {
+  self.mul_(alpha);
 }
 
-at::Tensor& scale_out(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
-  return at::mul_out(out, self, at::scalar_tensor(alpha, self.options()));
-}
-
-at::Tensor row_sum(const at::Tensor& self) {
-  return self.sum(-1);
+void scale_out(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
+  at::mul_out(out, self, at::scalar_tensor(alpha, self.options()));
 }
 
 at::Tensor affine(const at::Tensor& input, const at::Tensor& weight,
@@ -69,20 +85,41 @@ at::Tensor masked_scale(const at::Tensor& self, const at::Tensor& mask) {
   return self * mask;
 }
 
-}  // namespace
+// CPU: a plain loop over the rows (not an ATen composition), hence a Meta
+// kernel that only computes the output's shape.
 
-TORCH_LIBRARY_IMPL(myops, CPU, m) {
-  m.impl("bmul", TORCH_FN(bmul));
-  m.impl("scale", TORCH_FN(scale));
-  m.impl("scale_", TORCH_FN(scale_));
-  m.impl("scale.out", TORCH_FN(scale_out));
-  m.impl("row_sum", TORCH_FN(row_sum));
-  m.impl("affine", TORCH_FN(affine));
-  m.impl("stack_sum", TORCH_FN(stack_sum));
-  m.impl("sincos_sign", TORCH_FN(sincos_sign));
-  m.impl("myexp", TORCH_FN(myexp));
-  m.impl("gather_rows", TORCH_FN(gather_rows));
-  m.impl("soft_clip", TORCH_FN(soft_clip));
-  m.impl("cube", TORCH_FN(cube));
-  m.impl("masked_scale", TORCH_FN(masked_scale));
+at::Tensor row_sum_cpu(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() >= 1, "row_sum: needs at least one dimension");
+  const at::Tensor x = self.contiguous();
+  std::vector<int64_t> shape = x.sizes().vec();
+  const int64_t n = shape.back();
+  shape.pop_back();
+  at::Tensor out = at::empty(shape, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "row_sum_cpu", [&] {
+    const scalar_t* in = x.const_data_ptr<scalar_t>();
+    scalar_t* o = out.mutable_data_ptr<scalar_t>();
+    for (int64_t r = 0; r < out.numel(); ++r) {
+      scalar_t acc = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        acc += in[r * n + j];
+      }
+      o[r] = acc;
+    }
+  });
+  return out;
 }
+
+at::Tensor row_sum_meta(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() >= 1, "row_sum: needs at least one dimension");
+  std::vector<c10::SymInt> shape = self.sym_sizes().vec();
+  shape.pop_back();
+  return at::empty_symint(shape, self.options());
+}
+
+// CompositeImplicitAutograd: differentiated through what it calls.
+
+at::Tensor sq_norm(const at::Tensor& self) {
+  return (self * self).sum();
+}
+
+}  // namespace myops::native

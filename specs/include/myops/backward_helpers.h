@@ -1,9 +1,10 @@
-// Backward helpers the example extension's derivatives.yaml formulas call.
+// Backward (and forward-mode) helpers the example extension's derivatives.yaml formulas call.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 
+#include <tuple>
 #include <vector>
 
 namespace myops {
@@ -41,6 +42,11 @@ inline at::Tensor sincos_backward(const at::Tensor& grad_sin,
     g = g - grad_cos * self.sin();
   }
   return g;
+}
+
+// Forward mode of sincos_sign: the tangents of sin and cos.
+inline std::tuple<at::Tensor, at::Tensor> sincos_jvp(const at::Tensor& self_p, const at::Tensor& self_t) {
+  return {self_t * self_p.cos(), -self_t * self_p.sin()};
 }
 
 }  // namespace myops

@@ -1,0 +1,138 @@
+"""`dispatch:` in an extension's native_functions.yaml (emit/dispatch.py):
+the generated header declaring the hand-written kernels, their
+registrations, CompositeImplicitAutograd ops without Autograd kernel,
+functions without `dispatch:` unchanged, and located errors for bad
+input (also for aliasing outputs, which the kernels refuse)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from codegen.emit.options import EmitOptions
+from codegen.errors import SpecError
+from codegen.generate import load_units, render_unit
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OPTS = EmitOptions(namespace="ext::autograd")
+DERIVATIVES = "- name: twice(Tensor self, Scalar alpha, int[] dims) -> Tensor\n  self: grad * 2\n"
+
+
+def render(tmp_path, native, derivatives=DERIVATIVES):
+    nf, dv = tmp_path / "native_functions.yaml", tmp_path / "derivatives.yaml"
+    nf.write_text(native)
+    dv.write_text(derivatives)
+    files = {}
+    for unit in load_units(str(nf), str(dv)):
+        files.update(render_unit(unit, OPTS))
+    return files
+
+
+TWICE = "- func: ext::twice(Tensor self, Scalar alpha, int[] dims) -> Tensor\n"
+
+
+def test_header_declares_each_kernel_with_the_dispatcher_signature(tmp_path):
+    files = render(tmp_path, TWICE + "  dispatch:\n    CPU, CUDA: twice_dense\n    Meta: twice_meta\n")
+    h = files["ops/ext_twice.h"]
+    assert "namespace ext::native {" in h
+    for k in ("twice_dense", "twice_meta"):
+        assert f"at::Tensor {k}(const at::Tensor & self, const at::Scalar & alpha, at::IntArrayRef dims);" in h
+    assert h.count("twice_dense(") == 1  # one declaration for two keys
+    cpp = files["ops/ext_twice.cpp"]
+    assert '#include "ext_twice.h"' in cpp
+    for key, fn in (("CPU", "twice_dense"), ("CUDA", "twice_dense"), ("Meta", "twice_meta"),
+                    ("Autograd", "ext::autograd::ext_twice_autograd")):
+        fn = fn if "::" in fn else f"ext::native::{fn}"
+        assert f'TORCH_LIBRARY_IMPL(ext, {key}, m) {{\n  m.impl("twice", TORCH_FN({fn}));\n}}' in cpp
+
+
+def test_composite_explicit_autograd_keeps_the_autograd_kernel(tmp_path):
+    files = render(tmp_path, TWICE + "  dispatch:\n    CompositeExplicitAutograd: twice\n")
+    cpp = files["ops/ext_twice.cpp"]
+    assert "TORCH_LIBRARY_IMPL(ext, CompositeExplicitAutograd, m)" in cpp
+    assert "TORCH_LIBRARY_IMPL(ext, Autograd, m)" in cpp and "TwiceBackward0" in cpp
+
+
+def test_composite_implicit_autograd_gets_no_autograd_kernel(tmp_path):
+    files = render(tmp_path, "- func: ext::sq(Tensor self) -> Tensor\n  dispatch:\n"
+                             "    CompositeImplicitAutograd: sq\n", derivatives="[]\n")
+    cpp = files["ops/ext_sq.cpp"]
+    assert "(ext, Autograd," not in cpp and "_autograd(" not in cpp
+    assert 'm.def("sq(Tensor self) -> Tensor");' in cpp
+    assert "TORCH_LIBRARY_IMPL(ext, CompositeImplicitAutograd, m)" in cpp
+    assert "at::Tensor sq(const at::Tensor & self);" in files["ops/ext_sq.h"]
+
+
+def test_without_dispatch_nothing_changes(tmp_path):
+    files = render(tmp_path, TWICE)
+    assert sorted(p for p in files if p.startswith("ops/")) == ["ops/ext_twice.cpp"]
+    cpp = files["ops/ext_twice.cpp"]
+    assert re.findall(r"TORCH_LIBRARY_IMPL\(ext, (\w+)", cpp) == ["Autograd"]
+    assert "ext::native" not in cpp
+
+
+BAD = [
+    ("  dispatch:\n    CPU: k\n    Sparse: k\n", 4,
+     "unknown dispatch key 'Sparse' for an extension op (supported: CPU, CUDA, Meta, "
+     "CompositeExplicitAutograd, CompositeImplicitAutograd)"),
+    ("  dispatch: twice_cpu\n", 2, "'dispatch' must be a mapping of dispatch keys to kernels"),
+    ("  dispatch:\n    CPU: twice-cpu\n", 3, "kernel name 'twice-cpu' for dispatch key 'CPU' is not a C++ identifier"),
+    ("  dispatch:\n    Meta: 3\n", 3, "kernel name 3 for dispatch key 'Meta' is not a C++ identifier"),
+    ("  dispatch:\n    CPU: new\n", 3, "kernel name 'new' for dispatch key 'CPU' is not a C++ identifier"),
+    ("  dispatch:\n    CompositeImplicitAutograd: a\n    CPU: b\n", 2,
+     "CompositeImplicitAutograd cannot be combined with other dispatch keys"),
+    ("  dispatch:\n    CompositeImplicitAutograd: a\n", 2,
+     "a CompositeImplicitAutograd op is differentiated through the ops its kernel calls, but "
+     "derivatives.yaml has an entry for it (line 1)"),
+]
+
+
+@pytest.mark.parametrize("dispatch,line,message", BAD, ids=[m.split(" ")[0] + str(i) for i, (_, _, m) in
+                                                             enumerate(BAD)])
+def test_bad_dispatch_is_one_located_error(tmp_path, dispatch, line, message):
+    with pytest.raises(SpecError) as e:
+        render(tmp_path, "# the test op\n" + TWICE + dispatch)
+    text = str(e.value)
+    assert "\n" not in text
+    head = (f"{tmp_path / 'native_functions.yaml'}:{line + 1}: "
+            f"entry 'ext::twice(Tensor self, Scalar alpha, int[] dims) -> Tensor': ")
+    assert text.startswith(head + message), text
+
+
+def test_aliasing_output_is_refused_with_a_located_error(tmp_path):
+    native = "- func: ext::twice(Tensor self, Scalar alpha, int[] dims) -> Tensor\n" \
+             "- func: ext::alias(Tensor(a) self) -> Tensor(a)\n"
+    with pytest.raises(SpecError) as e:
+        render(tmp_path, native)
+    assert str(e.value).startswith(f"{tmp_path / 'native_functions.yaml'}:2: entry 'ext::alias(Tensor(a) self) -> "
+                                   f"Tensor(a)': output aliasing an input ('Tensor(a)', a view) is not supported "
+                                   f"for extension ops")
+    # kernels=False generates no kernels: nothing to refuse.
+    nf = tmp_path / "native_functions.yaml"
+    for unit in load_units(str(nf), str(tmp_path / "derivatives.yaml")):
+        render_unit(unit, EmitOptions(namespace="ext::autograd", kernels=False))
+
+
+@pytest.mark.compile
+def test_every_generated_op_file_of_the_example_compiles_together_in_one_tu(tmp_path):
+    """The lead compiles op kernels as unity buckets: all of them #included
+    into one TU must not collide."""
+    import cxx
+    if not cxx.have_compiler():
+        pytest.skip("no C++ compiler")
+    out = tmp_path / "gen"
+    subprocess.run([sys.executable, "-m", "codegen", "generate", "-q", "--native-functions",
+                    os.path.join(REPO, "specs", "native_functions.yaml"), "--derivatives",
+                    os.path.join(REPO, "specs", "derivatives.yaml"), "--out", str(out), "--namespace",
+                    "myops::autograd", "--include", "myops/backward_helpers.h"], check=True, cwd=REPO)
+    ops = sorted(p for p in os.listdir(out / "ops") if p.endswith(".cpp"))
+    (out / "unity").mkdir(exist_ok=True)
+    tu = out / "unity" / "all_ops.cpp"
+    tu.write_text("".join(f'#include "../ops/{p}"\n' for p in ops)
+                  + f'#include "{os.path.join(REPO, "specs", "csrc", "kernels.cpp")}"\n')
+    proc = subprocess.run([cxx.CXX, *cxx.torch_flags(), *cxx.python_flags(), f"-I{out}",
+                           f"-I{os.path.join(REPO, 'specs', 'include')}", "-fsyntax-only", str(tu)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
