@@ -129,24 +129,10 @@ class DifferentiabilityInfo:
 
 
 @dataclass(frozen=True)
-class DifferentiableInput:
-    name: str
-    type: Type
-    cpp_type: str
-
-
-@dataclass(frozen=True)
 class DifferentiableOutput:
     name: str
     type: Type
     cpp_type: str
-
-
-def differentiable_inputs(info: DifferentiabilityInfo) -> list[DifferentiableInput]:
-    """Inputs that get a gradient: tensor-like arguments with a formula."""
-    return [DifferentiableInput(b.name, b.argument.type, b.type)
-            for b in info.args_with_derivatives
-            if b.argument is not None and is_tensor_like(b.argument.type)]
 
 
 def differentiable_outputs(info: DifferentiabilityInfo) -> list[DifferentiableOutput]:

@@ -59,10 +59,6 @@ class KernelUnit:
         return self.info.entry if self.info is not None else {}
 
 
-def is_kernel_unit(op: str) -> bool:
-    return "::" in op
-
-
 def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> list[KernelUnit]:
     """Every non-ATen native function, paired with the Default-key info of its
     own entry, or for an in-place variant with that of its functional twin."""
