@@ -13,7 +13,7 @@ import pytest
 
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
-from codegen.generate import load_units, render_unit
+from codegen.units import load_units
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTS = EmitOptions(namespace="ext::autograd")
@@ -26,7 +26,7 @@ def render(tmp_path, native, derivatives=DERIVATIVES):
     dv.write_text(derivatives)
     files = {}
     for unit in load_units(str(nf), str(dv)):
-        files.update(render_unit(unit, OPTS))
+        files.update(unit.render(OPTS))
     return files
 
 
@@ -111,8 +111,8 @@ def test_aliasing_output_is_refused_with_a_located_error(tmp_path):
                                    f"for extension ops")
     # kernels=False generates no kernels: nothing to refuse.
     nf = tmp_path / "native_functions.yaml"
-    for unit in load_units(str(nf), str(tmp_path / "derivatives.yaml")):
-        render_unit(unit, EmitOptions(namespace="ext::autograd", kernels=False))
+    for unit in load_units(str(nf), str(tmp_path / "derivatives.yaml"), kernels=False):
+        unit.render(EmitOptions(namespace="ext::autograd", kernels=False))
 
 
 @pytest.mark.compile

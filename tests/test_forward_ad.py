@@ -10,7 +10,7 @@ forward formula naming what does not exist (no compiler needed)."""
 import pytest
 
 from codegen.errors import SpecError
-from codegen.generate import load_units, render_unit
+from codegen.units import load_units
 from codegen.emit.options import EmitOptions
 
 import example_build
@@ -146,7 +146,7 @@ def _render(tmp_path, derivatives):
     dv.write_text(derivatives)
     opts = EmitOptions(namespace="fw::autograd")
     for unit in load_units(str(nf), str(dv)):
-        render_unit(unit, opts)
+        unit.render(opts)
     return str(dv)
 
 
@@ -176,8 +176,8 @@ def test_inplace_variant_with_the_functional_formula_keeps_the_old_primal(tmp_pa
     dv.write_text("- name: sq(Tensor self) -> Tensor\n  self: 2 * grad * self\n"
                   "  result: 2 * self_t * self_p + 0 * result\n")
     opts = EmitOptions(namespace="fw::autograd")
-    (text,) = [t for u in load_units(str(nf), str(dv)) if getattr(u, "op", "") == "fw::sq_"
-               for p, t in render_unit(u, opts).items() if p.endswith(".cpp")]
+    (text,) = [t for u in load_units(str(nf), str(dv)) if u.name == "fw::sq_"
+               for p, t in u.render(opts).items() if p.endswith(".cpp")]
     clone = text.index("original_self_p = self._fw_primal(0).clone();")
     assert clone < text.index("op.call(self)") < text.index("at::Tensor self_new_fw_grad = "
                                                              "2 * self_t * original_self_p + 0 * self_p;")

@@ -13,7 +13,7 @@ import pytest
 
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
-from codegen.generate import load_units, render_unit
+from codegen.units import load_units
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "yaml_ref")
@@ -23,7 +23,7 @@ OPTS = EmitOptions(namespace="ref::autograd", includes=("helpers.h",))
 def files_of(nf, dv, opts=OPTS):
     files = {}
     for unit in load_units(nf, dv):
-        files.update(render_unit(unit, opts))
+        files.update(unit.render(opts))
     return files
 
 
