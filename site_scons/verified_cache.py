@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import tempfile
 import threading
 
 import SCons.Action
@@ -40,17 +39,10 @@ def _digest_of(path: str) -> str:
 
 
 def _write_atomically(path: str, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".digest-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+    # The generator's writer (temporary + rename): the tool that loads this
+    # module has put this checkout's codegen on sys.path.
+    from codegen.writer import write_atomic
+    write_atomic(path, text.encode())
 
 
 class VerifiedCacheDir(SCons.CacheDir.CacheDir):
