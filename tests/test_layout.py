@@ -65,7 +65,13 @@ def test_removal_and_addition():
 
 def test_too_many_edits_stay_in_their_buckets():
     old = cold(None, len(NAMES), 4)
-    assert plan(None, NAMES, 4, old, NAMES, NAMES[:MAX_ALONE + 1]).alone == ()
+    assert plan(None, NAMES, 4, old, NAMES, NAMES[:4]).alone == tuple(sorted(NAMES[:4]))
+    assert plan(None, NAMES, 4, old, NAMES, NAMES[:5]).alone == ()      # more than the jobs at once
+    assert plan(None, NAMES, 2, old, NAMES, NAMES[:3]).alone == ()
+    many = old
+    for i in range(0, MAX_ALONE, 4):
+        many = plan(None, NAMES, 4, many, NAMES, NAMES[i:i + 4])
+    assert len(many.alone) <= MAX_ALONE
 
 
 def test_changed_request_or_untrusted_old_is_cold():
