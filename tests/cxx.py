@@ -56,3 +56,9 @@ def run_all(cmds: list[list[str]], cwd: str | None = None, jobs: int = 2) -> lis
     for r in results:
         print(f"[{r.seconds:5.1f} s] {' '.join(r.cmd[-3:])}", file=sys.stderr)
     return results
+
+
+def python_flags() -> list[str]:
+    """The running Python's headers (torch/extension.h includes Python.h)."""
+    import sysconfig
+    return [f"-I{sysconfig.get_paths()['include']}"]

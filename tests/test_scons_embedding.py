@@ -72,12 +72,13 @@ def host(tmp_path_factory):
 def test_host_project_builds_its_library_with_the_generated_functions(host):
     out = scons(host, "-j2").stdout
     # host::scale is the host's own op: it also gets its registration + Autograd kernel.
-    assert compiled(out) == ["ScaleBackward0.os", "host_scale.os", "own.os"]
+    # The Function and the op kernel compile in one bucket (2 units).
+    assert compiled(out) == ["bucket_0.os", "own.os"]
     assert report(out)[0].startswith("build/ext/gen: 1 Functions + 1 op kernels: 2 regenerated")
     gen = os.path.join(host, "build", "ext", "gen")
-    assert sorted(os.listdir(os.path.join(gen, "functions"))) == \
-        ["ScaleBackward0.cpp", "ScaleBackward0.h", "ScaleBackward0.os"]
-    assert sorted(os.listdir(os.path.join(gen, "ops"))) == ["host_scale.cpp", "host_scale.os"]
+    assert sorted(os.listdir(os.path.join(gen, "functions"))) == ["ScaleBackward0.cpp", "ScaleBackward0.h"]
+    assert sorted(os.listdir(os.path.join(gen, "ops"))) == ["host_scale.cpp"]
+    assert sorted(os.listdir(os.path.join(gen, "unity"))) == ["bucket_0.cpp", "bucket_0.os"]
     assert not os.path.exists(os.path.join(host, "ext", "gen"))  # nothing in the source tree
     symbols = subprocess.run(["nm", "-DC", "--defined-only", os.path.join(host, "build", "ext", "libhostops.so")],
                              capture_output=True, text=True).stdout
@@ -91,5 +92,7 @@ def test_host_project_no_op_then_one_edit_recompiles_one_object(host):
     assert "0 regenerated, 2 unchanged, 0 removed; inputs unchanged" in report(out)[0]
     edit(os.path.join(host, "ext", "spec", "derivatives.yaml"), "grad * alpha", "alpha * grad")
     out = scons(host, "-j2").stdout
-    assert compiled(out) == ["ScaleBackward0.os"]  # own.os only includes the unchanged header
-    assert linked(out, "libhostops.so") == ["ScaleBackward0.os", "host_scale.os", "own.os"]
+    # First edit: the Function on its own and the bucket it left; own.os only
+    # includes the unchanged header.
+    assert compiled(out) == ["ScaleBackward0.os", "bucket_0.os"]
+    assert linked(out, "libhostops.so") == ["ScaleBackward0.os", "bucket_0.os", "own.os"]
