@@ -108,7 +108,8 @@ def test_editing_one_entry_rewrites_only_its_functions(generated, real_specs, to
     before, stamps = tree(out), mtimes(out)
     edited = tmp_path / "derivatives.yaml"
     _edited(d, edited, old, new)
-    r = run_generate(*spec_args(nf, tags, str(edited)), "--out", str(out), "--unity", "3")
+    # --jobs 4: up to 4 units edited at once compile on their own (codegen/layout.py)
+    r = run_generate(*spec_args(nf, tags, str(edited)), "--out", str(out), "--unity", "3", "--jobs", "4")
     assert r.returncode == 0, r.stderr
     after = tree(out)
     # The edited Functions leave their buckets to compile on their own: those
