@@ -149,6 +149,22 @@ def test_bad_job_count_is_one_line(built_repo):
     assert "-j" in proc.stderr and len(proc.stderr.strip().splitlines()) <= 3, proc.stderr
 
 
+def _wait_until_locked(path, timeout=60.0):
+    """Until another process holds the flock on `path` (the first build has
+    started generating), however loaded the machine."""
+    import fcntl
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(path, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            fcntl.flock(f, fcntl.LOCK_UN)
+        time.sleep(0.05)
+    raise AssertionError(f"nobody took {path} within {timeout} s")
+
+
 def test_two_builds_of_one_tree_never_interleave(built_repo):
     # The first build holds the lock while it generates slowly; the second
     # says it waits, then finds everything up to date.
@@ -160,7 +176,7 @@ def test_two_builds_of_one_tree_never_interleave(built_repo):
     first = subprocess.Popen([sys.executable, "-c", slow + "import sys\nfrom SCons.Script.Main import main\n"
                               "sys.exit(main())", *EXAMPLE_ARGS], cwd=built_repo, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    _wait_until_locked(os.path.join(built_repo, GEN, ".autograd_lock"))
     second = scons(built_repo, *EXAMPLE_ARGS)
     out1, err1 = first.communicate(timeout=120)
     assert first.returncode == 0, err1
