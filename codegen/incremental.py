@@ -179,7 +179,8 @@ class _State:
                     files[rel] = text  # only what differs is written, and counts as an edit
                     differ.add(k.name)
         names = [u.name for u in units]
-        removed = [n for n in self.old_keys if n not in set(names)]
+        live = set(names)
+        removed = [n for n in self.old_keys if n not in live]
         reasons.update((n, "no longer in the specs") for n in removed)
         trusted = old is not None and (old.generator, old.options) == (self.generator, self.options)
         edited = [n for n, why in reasons.items() if why.startswith(_EDITS) and n in differ]
