@@ -24,7 +24,7 @@ def parse_report(out: str) -> dict:
         raise Miscount(f"no autograd_functions report in the scons output:\n{out[-2000:]}")
     rest = m.group(6)
     identical = re.search(r"(\d+) re-rendered identical", rest)
-    recompiled = re.search(r"; (\d+) compiled \(\d+ buckets?, \d+ on (?:its|their) own\)", rest)
+    recompiled = re.search(r"; (\d+) compiled \(\d+ buckets?, \d+ other TUs?\)", rest)
     return {"functions": int(m.group(1)) + int(m.group(2) or 0), "regenerated": int(m.group(3)),
             "removed": int(m.group(5)), "identical": int(identical.group(1)) if identical else 0,
             "recompiled": int(recompiled.group(1)) if recompiled else None, "line": m.group(0)}

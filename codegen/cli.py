@@ -53,7 +53,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     lock_folder(args.out, say=lambda m: print(m, file=sys.stderr, flush=True))
     result = update(args.out, args.native_functions, args.derivatives, args.tags,
-                    Request(opts, unity=args.unity, jobs=args.jobs))
+                    Request(opts, unity=args.unity, jobs=args.jobs, override=args.override))
     if result.warning:
         print(f"warning: {result.warning}", file=sys.stderr)
     if result.foreign:
@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "unit, auto (default) for a count from the number of units and --jobs")
     gen.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                      help="parallel compiles the layout is for (default: the CPU count)")
+    gen.add_argument("--override", action="store_true",
+                     help="you link the edit TUs (unity/edited_*.cpp) first, with "
+                          "-Wl,--allow-multiple-definition while the summary says units override: "
+                          "an edited Function then leaves its bucket unrecompiled")
     gen.add_argument("--no-kernels", action="store_true",
                      help="no registration or Autograd kernels for the ops outside aten")
     gen.add_argument("--include", action="append", default=[], metavar="HEADER",

@@ -21,8 +21,9 @@ from typing import Callable, Optional
 
 from .emit.options import EmitOptions
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
-from .layout import FOLDER as UNITY_FOLDER, Layout, plan, render_buckets
-from .layout import sources as layout_sources
+from .layout import FOLDER as UNITY_FOLDER, Layout, plan
+from .unity_files import bucket_index, render_buckets, render_edit_tus
+from .unity_files import sources as layout_sources
 from .manifest import MANIFEST, Manifest, discard_manifest, read_manifest, write_manifest
 from .units import FOLDERS, Kind, Unit
 from .writer import prune, same_bytes, stat_of, write_files
@@ -40,6 +41,9 @@ class Request:
     unity: Optional[int] = None    # None: automatic bucket count; 0: one TU per unit
     jobs: int = 1                  # parallel compiles (for the automatic count)
     dry_run: bool = False
+    # The caller links the edit TUs first with --allow-multiple-definition
+    # (layout.py): an edited Function can then leave its bucket unrecompiled.
+    override: bool = False
 
 
 @dataclass
@@ -140,7 +144,7 @@ class _State:
         self.options, self.generator = options, generator
         self.old_keys = {k.name: k for k in old.units} if old else {}
         self.old_by_entry = {(k.kind, k.entry, k.native): k.name for k in old.units} if old else {}
-        self.dirty_units = {old.files.get(r) for r in dirty} if old else set()
+        self.dirty, self.dirty_units = dirty, ({old.files.get(r) for r in dirty} if old else set())
 
     def why(self, k: UnitKey) -> Optional[str]:
         """Why unit `k` must be rendered, or None if its outputs are up to date."""
@@ -166,34 +170,49 @@ class _State:
                render: Renderer) -> tuple[dict, dict, Result]:
         """Render in memory first: an emission error must leave the tree as it was."""
         old = self.old
-        reasons, files, owner, differ = {}, {}, {}, set()
+        reasons, files, owner, texts, changed = {}, {}, {}, {}, {}
         for u, k in zip(units, keys):
             why = self.why(k)
             if why is None:  # up to date: keep what the manifest says it owns
                 owner.update((rel, k.name) for rel, o in old.files.items() if o == k.name)
                 continue
             reasons[k.name] = why
-            for rel, text in u.render(request.opts).items():
+            texts[k.name] = u.render(request.opts)
+            for rel, text in texts[k.name].items():
                 owner[rel] = k.name
                 if not same_bytes(os.path.join(self.out_dir, rel), text.encode()):
                     files[rel] = text  # only what differs is written, and counts as an edit
-                    differ.add(k.name)
+                    changed.setdefault(k.name, set()).add(rel)
         names = [u.name for u in units]
         live = set(names)
         removed = [n for n in self.old_keys if n not in live]
         reasons.update((n, "no longer in the specs") for n in removed)
         trusted = old is not None and (old.generator, old.options) == (self.generator, self.options)
-        edited = [n for n, why in reasons.items() if why.startswith(_EDITS) and n in differ]
-        layout = plan(request.unity, names, request.jobs, old.layout if trusted else None,
-                      self.old_keys, edited)
+        edited = [n for n, why in reasons.items() if why.startswith(_EDITS) and n in changed]
+        # Shadowing a Function keeps its old text in the bucket: only if its
+        # header, which the rest of the bucket sees too, is unchanged.
+        keep = [u.name for u in units if request.override and u.kind is Kind.FUNCTION
+                and changed.get(u.name) == {u.source}]
+        damaged = {bucket_index(r) for r in self.dirty} - {None}
+        p = plan(request.unity, names, request.jobs, old.layout if trusted else None,
+                 self.old_keys, edited, keep=keep, damaged=damaged)
+        layout = p.layout
+
+        def text_of(u: Unit) -> str:
+            if u.name not in texts:
+                texts[u.name] = u.render(request.opts)
+            return texts[u.name][u.source]
+
         shared = render.shared([u.name for u in units if u.kind is Kind.FUNCTION], request.opts)
-        if layout.buckets:
-            shared.update(render_buckets(units, layout))
+        shared.update(render_buckets(units, layout, p.rewrite, text_of))
+        shared.update(render_edit_tus(units, layout))
         for rel, text in shared.items():
             files[rel], owner[rel] = text, ""
+        for i in set(range(layout.buckets)) - p.rewrite:  # kept as they are, old text and all
+            owner[f"{UNITY_FOLDER}/bucket_{i}.cpp"] = ""
         result = Result(self.out_dir, names, {k.name: k.kind for k in keys},
                         layout_sources(units, layout), layout, removed=removed, reasons=reasons,
                         keys={k.name: k.key for k in keys}, parsed=True, warning=self.warning,
                         dry_run=request.dry_run)
-        result.regenerated = [n for n in names if n in differ]
+        result.regenerated = [n for n in names if n in changed]
         return files, owner, result

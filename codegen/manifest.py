@@ -21,7 +21,7 @@ from .layout import Layout
 from .writer import write_atomic
 
 MANIFEST = ".autograd_manifest"
-FORMAT = 2
+FORMAT = 3
 _MAGIC = "autograd-functions-manifest"
 
 

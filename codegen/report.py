@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 
 from .incremental import Result
-from .layout import where
+from .layout import FOLDER, where
 from .units import Kind
 
 
@@ -37,13 +37,19 @@ def report(result: Result) -> str:
 
 
 def layout_line(result: Result) -> str:
-    """How the units compile: 'compiled as 2 buckets + 1 unit on its own'."""
+    """How the units compile: 'compiled as 2 buckets + 1 unit in 1 edit TU (...)'."""
     lay = result.layout
     if lay.buckets == 0:
         return f"compiled as {_count(len(result.units), 'TU')}, one per unit (unity=0)"
-    alone = f" + {len(lay.alone)} on {'its' if len(lay.alone) == 1 else 'their'} own " \
-            f"({', '.join(lay.alone[:3])}{', ...' if len(lay.alone) > 3 else ''})" if lay.alone else ""
-    return f"compiled as {_count(lay.buckets, 'buckets' if lay.buckets != 1 else 'bucket')}{alone}"
+    line = f"compiled as {_count(lay.buckets, 'buckets' if lay.buckets != 1 else 'bucket')}"
+    if lay.alone:
+        tus = len([s for s in result.sources if s.startswith(f"{FOLDER}/edited_")])
+        shown = ", ".join(lay.alone[:3]) + (", ..." if len(lay.alone) > 3 else "")
+        line += (f" + {_count(len(lay.alone), 'units' if len(lay.alone) != 1 else 'unit')} in "
+                 f"{_count(tus, 'edit TUs' if tus != 1 else 'edit TU')} ({shown})")
+    if lay.shadowed:
+        line += f", {len(lay.shadowed)} overriding {'its' if len(lay.shadowed) == 1 else 'their'} old text in a bucket"
+    return line
 
 
 def foreign_line(result: Result) -> str:

@@ -6,10 +6,14 @@ Each scenario is a list of text substitutions in the two spec files and what
 must follow: which Functions are regenerated (their text changed), which are
 removed, the Functions after, and what compiles.  The compile rules
 (codegen/layout.py) with the default layout, which for the tiny extension's
-three Functions is one bucket: a first edit compiles the edited Function on
-its own plus its bucket (once, without it); a removal recompiles its bucket;
-a new Function compiles on its own.  test_scons_example-level checks of the
-next edit (its TU only) are in tests/test_build_failures.py.
+three Functions is one bucket, and two jobs (two edit TUs), at both levels
+with the override the SCons tool uses on Linux: an edited Function whose
+header did not change compiles in its edit TU and its bucket is not
+recompiled (its old text there is overridden at link); one whose header
+changed compiles in its edit TU and its bucket recompiles once, without it;
+a removal recompiles its bucket; a new Function compiles in its edit TU.
+test_scons_example-level checks of the next edit (its edit TU only) are in
+tests/test_build_failures.py.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from codegen.layout import slot_of
 from spec_facts import REPO
 
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
 FILES = {"nf": "native_functions.yaml", "d": "derivatives.yaml"}
 OPS = ("MulBackward0", "MulBackward1", "ScaleBackward0")
 BUCKET = "unity/bucket_0.cpp"   # three Functions, -j up to 8: one bucket
+JOBS = 2                         # both levels: two edit TUs
 
 MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
   self: grad * other
@@ -44,13 +50,18 @@ class Scenario:
     ops: tuple = OPS                  # the Functions afterwards
     reasons: dict = field(default_factory=dict)   # Function -> why it was re-keyed
     parsed: bool = True               # the specs had to be parsed at all
-    alone: tuple = ()                 # Functions compiled on their own afterwards (emission order)
-    bucket_recompiles: bool = False   # the one bucket's TU recompiles
+    alone: tuple = ()                 # Functions out of their bucket afterwards, in the edit TUs
+    shadowed: tuple = ()              # those whose old text stays in the bucket, overridden at link
+    bucket_recompiles: bool = False   # the one bucket's TU is rewritten and recompiles
+
+    @property
+    def edit_tus(self) -> list[str]:
+        return sorted({f"unity/edited_{slot_of(op, JOBS)}.cpp" for op in self.alone})
 
     @property
     def sources(self) -> list[str]:
-        """What the update says to compile: the bucket, then the lone Functions."""
-        return [BUCKET] + [f"functions/{op}.cpp" for op in self.alone]
+        """What the update says to compile, in link order: the edit TUs, then the bucket."""
+        return self.edit_tus + [BUCKET]
 
     def apply(self, folder: str) -> None:
         for key, old, new in self.edits:
@@ -58,13 +69,13 @@ class Scenario:
 
     @property
     def objects(self) -> list[str]:
-        """What `scons` compiles: the regenerated lone Functions, and the bucket."""
-        return sorted([op + ".os" for op in self.regenerated if op in self.alone]
+        """What `scons` compiles from the cold layout: the edit TUs (all new), and the bucket."""
+        return sorted([os.path.basename(t)[:-4] + ".os" for t in self.edit_tus]
                       + (["bucket_0.os"] if self.bucket_recompiles else []))
 
     @property
     def linked(self) -> list[str]:
-        return sorted(["bucket_0.os"] + [op + ".os" for op in self.alone])
+        return sorted(["bucket_0.os"] + [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])
 
 
 def edit(path: str, old: str, new: str) -> None:
@@ -80,7 +91,7 @@ EDITS = [
     Scenario("comment", edits=(("d", "# Backward formulas", "# Edited comment. Backward formulas"),)),
     Scenario("formula", edits=(FORMULA,), regenerated=("ScaleBackward0",),
              reasons={"ScaleBackward0": "derivatives entry changed"},
-             alone=("ScaleBackward0",), bucket_recompiles=True),
+             alone=("ScaleBackward0",), shadowed=("ScaleBackward0",)),
     # a new defaulted argument: schema and entry name change together
     Scenario("schema", edits=(("nf", SCALE, SCALE_FAST), ("d", SCALE, SCALE_FAST)),
              regenerated=("ScaleBackward0",), reasons={"ScaleBackward0": "derivatives entry changed"},

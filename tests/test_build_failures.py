@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from codegen.layout import bucket_of, slot_of
+from codegen.manifest import MANIFEST, read_manifest
 from scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, tree
 
 EXAMPLE_ARGS = (f"CXX={FAKE_CXX}",)
@@ -38,16 +40,35 @@ def one_error_line(proc):
     return lines[0]
 
 
-def test_edit_rules_first_edit_its_tu_and_bucket_then_its_tu_only(built_repo):
+def test_edit_rules_an_edited_function_compiles_in_its_edit_tu_only(built_repo):
     d = os.path.join(built_repo, "specs", "derivatives.yaml")
     edit(d, "self: grad * alpha", "self: grad * alpha * 2")
     first = scons(built_repo, *EXAMPLE_ARGS, "--autograd-explain=ScaleBackward0").stdout
+    # Its header is unchanged: its old text stays in its bucket, overridden at link.
     objs = compiled(first)
-    assert len(objs) == 2 and objs[0] == "ScaleBackward0.os" and objs[1].startswith("bucket_"), objs
-    assert "ScaleBackward0: regenerated" in first and "on its own" in first
+    assert len(objs) == 1 and objs[0].startswith("edited_"), objs
+    assert "ScaleBackward0: regenerated" in first and "overridden at link" in first
+    link = [x for x in first.splitlines() if "myops_ext.so " in x and " -c " not in x]
+    assert len(link) == 1 and "--allow-multiple-definition" in link[0]
+    assert link[0].index(objs[0]) < link[0].index("bucket_")   # the edit TU's definitions win
     edit(d, "self: grad * alpha * 2", "self: grad * alpha * 3")
-    assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout) == ["ScaleBackward0.os"]
+    assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout) == objs
     assert compiled(scons(built_repo, *EXAMPLE_ARGS).stdout) == []
+    # Now its header changes (it saves `self` too): its bucket's old text
+    # would not compile against it, so the bucket is rewritten, once.
+    # The kernel of myops::scale saves it too: it is edited, and as an op
+    # kernel (registered at load) it never overrides, so its bucket is too.
+    edit(d, "self: grad * alpha * 3", "self: grad * alpha * self.sign()")
+    third = compiled(scons(built_repo, *EXAMPLE_ARGS).stdout)
+    lay = read_manifest(os.path.join(built_repo, GEN, MANIFEST))[0].layout
+    units = lay.alone   # and myops::scale_ and scale.out, which share its Function
+    assert {"ScaleBackward0", "myops::scale"} <= set(units) and lay.shadowed == ()
+    assert third == sorted({f"bucket_{bucket_of(u, lay.buckets)}.os" for u in units}
+                           | {f"edited_{slot_of(u, lay.slots)}.os" for u in units}), third
+    edit(d, "self: grad * alpha * self.sign()", "self: grad * alpha * self.sgn()")
+    fourth = scons(built_repo, *EXAMPLE_ARGS).stdout
+    assert compiled(fourth) == [f"edited_{slot_of('ScaleBackward0', lay.slots)}.os"]
+    assert "--allow-multiple-definition" not in fourth   # nothing is defined twice any more
 
 
 def test_report_counts_every_object_compiled(tmp_path):
@@ -181,4 +202,4 @@ def test_two_builds_of_one_tree_never_interleave(built_repo):
     out1, err1 = first.communicate(timeout=120)
     assert first.returncode == 0, err1
     assert "being built by another process (pid" in second.stdout and "waiting" in second.stdout
-    assert "ScaleBackward0.os" in compiled(out1) and compiled(second.stdout) == []
+    assert any(o.startswith("edited_") for o in compiled(out1)) and compiled(second.stdout) == []

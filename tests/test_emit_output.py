@@ -10,7 +10,9 @@ import sys
 import pytest
 
 from codegen.emit.options import EmitOptions
-from codegen.layout import Layout, bucket_of, render_buckets
+from codegen.layout import Layout, bucket_of, slot_of
+from codegen.manifest import MANIFEST, read_manifest
+from codegen.unity_files import render_buckets
 from codegen.units import Kind, Unit
 from codegen.writer import prune, write_files
 
@@ -108,20 +110,26 @@ def test_editing_one_entry_rewrites_only_its_functions(generated, real_specs, to
     before, stamps = tree(out), mtimes(out)
     edited = tmp_path / "derivatives.yaml"
     _edited(d, edited, old, new)
-    # --jobs 4: up to 4 units edited at once compile on their own (codegen/layout.py)
-    r = run_generate(*spec_args(nf, tags, str(edited)), "--out", str(out), "--unity", "3", "--jobs", "4")
+    r = run_generate(*spec_args(nf, tags, str(edited)), "--out", str(out), "--unity", "3", "--jobs", "4",
+                     "--override")
     assert r.returncode == 0, r.stderr
     after = tree(out)
-    # The edited Functions leave their buckets to compile on their own: those
-    # buckets' files change too, and nothing else.
+    # The edited Functions leave their buckets for the edit TUs (new files).
+    # A Function whose header changed takes its bucket's file with it; one
+    # whose .cpp alone changed leaves its old text there, to be overridden.
     edited = sorted({p.split("/")[1].split(".")[0] for p in changed if p.endswith(".cpp")})
-    changed = changed | {f"unity/bucket_{bucket_of(op, 3)}.cpp" for op in edited}
+    headers = {p.split("/")[1].split(".")[0] for p in changed if p.endswith(".h")}
+    slots = read_manifest(str(out / MANIFEST))[0].layout.slots   # kept from the first generation
+    edit_tus = {f"unity/edited_{slot_of(op, slots)}.cpp" for op in edited}
+    changed = changed | {f"unity/bucket_{bucket_of(op, 3)}.cpp" for op in headers}
     assert {p for p in before if before[p] != after.get(p)} == changed
-    assert set(after) == set(before)
-    assert {p for p, t in mtimes(out).items() if t != stamps[p]} == changed   # nothing else touched
+    assert set(after) == set(before) | edit_tus
+    assert {p for p, t in mtimes(out).items() if t != stamps.get(p)} == changed | edit_tus  # nothing else
     n, total = len(edited), torch_counts.functions
     assert r.stdout.startswith(f"{out}: {total} Functions: {n} regenerated, {total - n} unchanged, 0 removed; ")
-    assert f"+ {n} on {'its' if n == 1 else 'their'} own ({', '.join(edited)})" in r.stdout
+    assert f"+ {n} unit{'s' if n > 1 else ''} in {len(edit_tus)} edit TU" in r.stdout
+    assert f"({', '.join(edited)})" in r.stdout
+    assert (f", {n - len(headers)} overriding" in r.stdout) == (n > len(headers))
 
 
 # ------------------------------------------------------------ unity buckets
@@ -129,11 +137,12 @@ def test_editing_one_entry_rewrites_only_its_functions(generated, real_specs, to
 
 def test_unity_bucket_of_a_unit_depends_on_its_name_only():
     units = [Unit(Kind.FUNCTION, f"Op{i}Backward0", f"Op{i}Backward0", None) for i in range(60)]
-    full = render_buckets(units, Layout(5, 5, ()))
-    less = render_buckets(units[:17] + units[18:], Layout(5, 5, ()))
+    text = lambda u: f"int {u.name};\n"  # noqa: E731
+    full = render_buckets(units, Layout(5, 5), range(5), text)
+    less = render_buckets(units[:17] + units[18:], Layout(5, 5), range(5), text)
     changed = [p for p in full if full[p] != less[p]]
     assert changed == [f"unity/bucket_{bucket_of(units[17].name, 5)}.cpp"]
-    drop = lambda text: [x for x in text.splitlines() if not x.startswith("// Unity TU")]  # noqa: E731
+    drop = lambda text: [x for x in text.splitlines() if x and not x.startswith("// Unity bucket")]  # noqa: E731
     assert [x for x in drop(full[changed[0]]) if units[17].name not in x] == drop(less[changed[0]])
 
 

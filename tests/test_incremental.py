@@ -20,6 +20,7 @@ from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
 from codegen.incremental import Request
 from codegen.keys import canonical, unit_key
+from codegen.layout import slot_of
 from codegen.manifest import FORMAT, MANIFEST
 from codegen.report import explain, report
 from codegen.units import Kind
@@ -52,6 +53,7 @@ class Specs:
         self.render = dataclasses.replace(base, load=load)
 
     def update(self, opts=FUNCTIONS_ONLY, **kw):
+        kw = {"jobs": scenarios.JOBS, "override": True, **kw}   # as scenarios.py's: the tool's on Linux
         return incremental.update(self.out, self.nf, self.d, None, Request(opts, **kw), render=self.render)
 
     def edit(self, which, old, new):
@@ -99,6 +101,8 @@ def test_edit_regenerates_exactly_what_changed(specs, sc):
     assert gone == {f"functions/{op}.{x}" for op in sc.removed for x in ("h", "cpp")}
     assert (".autograd_manifest" in changed) == sc.parsed
     assert r.sources == sc.sources
+    assert (r.layout.alone, r.layout.shadowed) == (sc.alone, sc.shadowed)
+    assert (f"{scenarios.BUCKET}" in changed) == sc.bucket_recompiles
 
 
 def test_noop_report(specs):
@@ -242,17 +246,19 @@ def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
         os.kill(os.getpid(), signal.SIGKILL)
 os.replace = replace
 from codegen.emit.options import EmitOptions
-incremental.update({out!r}, {nf!r}, {d!r}, request=incremental.Request(EmitOptions(kernels=False)))
+incremental.update({out!r}, {nf!r}, {d!r},
+                   request=incremental.Request(EmitOptions(kernels=False), jobs={jobs}, override=True))
 """
 
 
 @pytest.mark.parametrize("after", [1, 2, 3, 4])
 def test_sigkill_mid_generation_then_update_equals_clean_build(specs, after):
-    # Two ops edited: two .cpp writes and their bucket's (they leave it to
-    # compile alone), then the manifest (the 4th rename).
+    # Two ops edited: two .cpp writes and their edit TU's (both in edit TU
+    # 0; their old text stays in the bucket), then the manifest (the 4th rename).
+    assert {slot_of("ScaleBackward0", scenarios.JOBS), slot_of("MulBackward0", scenarios.JOBS)} == {0}
     specs.edit(*scenarios.FORMULA)
     specs.edit(*scenarios.FORMULA_MUL)
-    code = KILLER.format(repo=REPO, after=after, out=specs.out, nf=specs.nf, d=specs.d)
+    code = KILLER.format(repo=REPO, after=after, out=specs.out, nf=specs.nf, d=specs.d, jobs=scenarios.JOBS)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
     assert os.path.exists(os.path.join(specs.out, MANIFEST)) == (after == 4)

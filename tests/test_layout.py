@@ -1,16 +1,22 @@
-"""The compile layout's rules, as pure functions (codegen/layout.py)."""
+"""The compile layout's rules, as pure functions (codegen/layout.py,
+codegen/unity_files.py)."""
 
 import pytest
 
 from codegen.layout import (MAX_ALONE, Layout, bucket_count, bucket_of, cold, parse_unity, plan,
-                            render_buckets, sources)
+                            slot_of, where)
 from codegen.units import Kind, Unit
+from codegen.unity_files import inline, render_buckets, render_edit_tus, sources
 
 NAMES = [f"Op{i}Backward0" for i in range(40)]
 
 
 def in_bucket(layout, b):
     return {n for n in NAMES if layout.place(n) == b}
+
+
+def same_bucket_as(a, n=4):
+    return next(x for x in NAMES if x != a and bucket_of(x, n) == bucket_of(a, n))
 
 
 def test_bucket_count_rule():
@@ -25,73 +31,119 @@ def test_bucket_count_rule():
 
 
 def test_cold_layout_depends_on_its_arguments_only():
-    assert cold(None, 40, 2) == cold(None, 40, 2) == Layout(None, 2, ())
-    assert cold(5, 40, 2) == Layout(5, 5, ())
+    assert cold(None, 40, 2) == cold(None, 40, 2) == Layout(None, 2, slots=2)
+    assert cold(5, 40, 2) == Layout(5, 5, slots=2)
     assert cold(0, 40, 2).place("Op1Backward0") is None
+    p = plan(None, NAMES, 2, None, NAMES, NAMES)
+    assert p.layout == cold(None, 40, 2) and p.rewrite == {0, 1}
 
 
-def test_first_edit_goes_alone_and_its_bucket_changes_once():
+def test_first_edit_that_can_override_leaves_its_bucket_alone():
     old = cold(None, len(NAMES), 4)
-    edited = NAMES[3]
-    new = plan(None, NAMES, 4, old, NAMES, [edited])
-    assert new.alone == (edited,)
-    b = bucket_of(edited, old.buckets)
-    assert in_bucket(new, b) == in_bucket(old, b) - {edited}
-    assert all(in_bucket(new, i) == in_bucket(old, i) for i in range(old.buckets) if i != b)
-    # Edited again: the layout stays, so only its own TU changes.
-    assert plan(None, NAMES, 4, new, NAMES, [edited]) == new
+    e = NAMES[3]
+    p = plan(None, NAMES, 4, old, NAMES, [e], keep=[e])
+    assert p.layout.alone == p.layout.shadowed == (e,)
+    assert p.rewrite == set()          # no bucket recompiles: its old text is overridden
+    assert p.layout.in_text(e) and p.layout.place(e) is None
+    # Edited again: nothing moves, still no bucket.
+    again = plan(None, NAMES, 4, p.layout, NAMES, [e], keep=[e])
+    assert again == p
 
 
-def test_alone_unit_goes_back_only_when_its_bucket_recompiles():
+def test_first_edit_that_cannot_override_rewrites_its_bucket_once():
+    old = cold(None, len(NAMES), 4)
+    e = NAMES[3]
+    p = plan(None, NAMES, 4, old, NAMES, [e])   # e.g. its header changed, or an op kernel
+    b = bucket_of(e, 4)
+    assert p.layout.alone == (e,) and p.layout.shadowed == () and p.rewrite == {b}
+    assert in_bucket(p.layout, b) == in_bucket(old, b) - {e}
+    # Edited again: only its edit TU.
+    assert plan(None, NAMES, 4, p.layout, NAMES, [e]).rewrite == set()
+
+
+def test_shadowed_unit_whose_header_changes_rewrites_its_bucket():
+    old = cold(None, len(NAMES), 4)
+    e = NAMES[3]
+    lay = plan(None, NAMES, 4, old, NAMES, [e], keep=[e]).layout
+    p = plan(None, NAMES, 4, lay, NAMES, [e])
+    assert p.rewrite == {bucket_of(e, 4)} and p.layout.alone == (e,) and p.layout.shadowed == ()
+
+
+def test_alone_unit_goes_back_only_when_its_bucket_is_rewritten():
     old = cold(None, len(NAMES), 4)
     a = NAMES[0]
-    b = next(n for n in NAMES[1:] if bucket_of(n, 4) == bucket_of(a, 4))
+    mate = same_bucket_as(a)
     other = next(n for n in NAMES if bucket_of(n, 4) != bucket_of(a, 4))
-    lay = plan(None, NAMES, 4, old, NAMES, [a])
-    assert plan(None, NAMES, 4, lay, NAMES, [other]).alone == tuple(sorted([a, other]))
-    back = plan(None, NAMES, 4, lay, NAMES, [b])
-    assert back.alone == (b,) and back.place(a) == bucket_of(a, 4)
+    lay = plan(None, NAMES, 4, old, NAMES, [a], keep=[a]).layout
+    assert plan(None, NAMES, 4, lay, NAMES, [other], keep=[other]).layout.alone == tuple(sorted([a, other]))
+    back = plan(None, NAMES, 4, lay, NAMES, [mate])   # mate cannot override: its bucket is rewritten
+    assert back.layout.alone == (mate,) and back.layout.place(a) == bucket_of(a, 4)
+    assert back.layout.shadowed == ()
 
 
-def test_removal_and_addition():
+def test_removal_addition_and_damage():
     old = cold(None, len(NAMES), 4)
     gone = NAMES[5]
-    new = plan(None, NAMES[:5] + NAMES[6:], 4, old, NAMES, [])
-    assert new == old  # the bucket loses it (its TU text changes), nothing else moves
+    p = plan(None, NAMES[:5] + NAMES[6:], 4, old, NAMES, [])
+    assert p.layout == old and p.rewrite == {bucket_of(gone, 4)}
     added = plan(None, NAMES + ["NewBackward0"], 4, old, NAMES, ["NewBackward0"])
-    assert added.alone == ("NewBackward0",)  # a new unit compiles alone: no bucket recompiles
-    assert gone not in added.alone
+    assert added.layout.alone == ("NewBackward0",) and added.rewrite == set()
+    # A shadowed unit removed: its old text must leave its bucket.
+    lay = plan(None, NAMES, 4, old, NAMES, [gone], keep=[gone]).layout
+    p = plan(None, NAMES[:5] + NAMES[6:], 4, lay, NAMES, [])
+    assert p.rewrite == {bucket_of(gone, 4)} and p.layout.alone == ()
+    assert plan(None, NAMES, 4, old, NAMES, [], damaged=[2]).rewrite == {2}
 
 
-def test_too_many_edits_stay_in_their_buckets():
+def test_mass_edits_go_back_into_their_buckets():
     old = cold(None, len(NAMES), 4)
-    assert plan(None, NAMES, 4, old, NAMES, NAMES[:4]).alone == tuple(sorted(NAMES[:4]))
-    assert plan(None, NAMES, 4, old, NAMES, NAMES[:5]).alone == ()      # more than the jobs at once
-    assert plan(None, NAMES, 2, old, NAMES, NAMES[:3]).alone == ()
-    many = old
-    for i in range(0, MAX_ALONE, 4):
-        many = plan(None, NAMES, 4, many, NAMES, NAMES[i:i + 4])
-    assert len(many.alone) <= MAX_ALONE
+    few = plan(None, NAMES, 4, old, NAMES, NAMES[:10], keep=NAMES[:10])
+    assert few.layout.alone == tuple(sorted(NAMES[:10])) and few.rewrite == set()
+    many = [f"Op{i}Backward0" for i in range(MAX_ALONE + 1)]
+    p = plan(None, many, 4, cold(None, len(many), 4), many, many, keep=many)
+    assert p.layout.alone == () and p.rewrite == set(range(p.layout.buckets))
 
 
 def test_changed_request_or_untrusted_old_is_cold():
-    old = plan(None, NAMES, 4, cold(None, len(NAMES), 4), NAMES, [NAMES[0]])
-    assert plan(3, NAMES, 4, old, NAMES, [NAMES[1]]) == Layout(3, 3, ())
-    assert plan(None, NAMES, 4, None, NAMES, [NAMES[1]]) == cold(None, len(NAMES), 4)
+    old = plan(None, NAMES, 4, cold(None, len(NAMES), 4), NAMES, [NAMES[0]]).layout
+    assert plan(3, NAMES, 4, old, NAMES, [NAMES[1]]).layout == Layout(3, 3, slots=4)
+    assert plan(None, NAMES, 4, None, NAMES, [NAMES[1]]).layout == cold(None, len(NAMES), 4)
 
 
-def test_buckets_and_sources():
+def test_where_says_bucket_edit_tu_and_override():
+    lay = Layout(None, 2, ("Op1Backward0", "Op2Backward0"), ("Op1Backward0",), slots=2)
+    assert where(lay, "Op3Backward0") == f"compiled in unity/bucket_{bucket_of('Op3Backward0', 2)}.cpp"
+    assert f"unity/edited_{slot_of('Op1Backward0', 2)}.cpp" in where(lay, "Op1Backward0")
+    assert "overridden at link" in where(lay, "Op1Backward0")
+    assert "overridden" not in where(lay, "Op2Backward0")
+
+
+def test_buckets_hold_text_and_edit_tus_include():
     units = [Unit(Kind.FUNCTION, n, n, None) for n in NAMES[:6]] + \
         [Unit(Kind.KERNEL, "ns::k", "ns_k", None)]
-    lay = Layout(None, 2, ("Op1Backward0",))
-    files = render_buckets(units, lay)
+    lay = Layout(None, 2, ("Op1Backward0",), slots=1)
+    text = {u.name: f'#include "{u.stem}.h"\n#include "../prelude_impl.h"\nint {u.stem.replace(":", "")};\n'
+            for u in units}
+    files = render_buckets(units, lay, [0, 1], lambda u: text[u.name])
     assert sorted(files) == ["unity/bucket_0.cpp", "unity/bucket_1.cpp"]
-    included = "".join(files.values())
-    assert '"../functions/Op1Backward0.cpp"' not in included
-    assert included.count("#include") == 6 and '"../ops/ns_k.cpp"' in included
-    assert sources(units, lay) == ["unity/bucket_0.cpp", "unity/bucket_1.cpp",
-                                   "functions/Op1Backward0.cpp"]
-    assert len(sources(units, Layout(0, 0, ()))) == 7
+    both = "".join(files.values())
+    assert "Op1Backward0" not in both and both.count("#line 1") == 6
+    assert '#line 1 "../ops/ns_k.cpp"\n#include "../ops/ns_k.h"\n#include "../prelude_impl.h"' in both
+    assert '#include "../functions/Op0Backward0.h"' in both
+    assert render_buckets(units, lay, [1], lambda u: text[u.name]).keys() == {"unity/bucket_1.cpp"}
+    edits = render_edit_tus(units, lay)
+    assert edits == {"unity/edited_0.cpp": edits["unity/edited_0.cpp"]}
+    assert '#include "../functions/Op1Backward0.cpp"' in edits["unity/edited_0.cpp"]
+    # Edit TUs first: the linker takes their definitions.
+    assert sources(units, lay) == ["unity/edited_0.cpp", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+    assert len(sources(units, Layout(0, 0))) == 7
+
+
+def test_inline_respells_only_quoted_includes():
+    u = Unit(Kind.FUNCTION, "AddBackward0", "AddBackward0", None)
+    out = inline(u, '#include <ATen/ATen.h>\n#include "AddBackward0.h"\n  # include "../x/y.h"\n')
+    assert out == ('#line 1 "../functions/AddBackward0.cpp"\n#include <ATen/ATen.h>\n'
+                   '#include "../functions/AddBackward0.h"\n  # include "../x/y.h"\n')
 
 
 @pytest.mark.parametrize("bad", ["-1", "x", "1.5", True])

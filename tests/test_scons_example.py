@@ -23,7 +23,7 @@ from scons_helpers import clone, compiled, edit, linked, report, scons
 import extension_checks as checks
 from spec_facts import REPO, example_ops
 
-from codegen.layout import bucket_of
+from codegen.layout import slot_of
 
 pytestmark = pytest.mark.compile
 
@@ -66,7 +66,7 @@ def test_cold_build_compiles_every_function_and_kernel(cold):
     line = report(out)[0]
     assert line.startswith(f"build/example/gen: {N_F} Functions + {N_K} op kernels: {N_F + N_K} regenerated, "
                            "0 unchanged")
-    assert line.endswith(f"; compiled as {BUCKETS} buckets; {BUCKETS} compiled ({BUCKETS} buckets, 0 on their own)")
+    assert line.endswith(f"; compiled as {BUCKETS} buckets; {BUCKETS} compiled ({BUCKETS} buckets, 0 other TUs)")
     assert report(out)[1] == f"{len(OBJECTS)} objects compiled in all ({BUCKETS} generated, 1 other)"
     symbols = subprocess.run(["nm", "-DC", "--defined-only", os.path.join(root, LIB)],
                              capture_output=True, text=True).stdout
@@ -103,7 +103,7 @@ def test_second_build_regenerates_nothing_and_compiles_nothing(cold, cache):
     assert f"`{LIB}' is up to date." in out
     assert report(out) == [f"build/example/gen: {N_F} Functions + {N_K} op kernels: 0 regenerated, "
                            f"{N_F + N_K} unchanged, 0 removed; inputs unchanged (specs not parsed); "
-                           f"compiled as {BUCKETS} buckets; 0 compiled (0 buckets, 0 on their own)",
+                           f"compiled as {BUCKETS} buckets; 0 compiled (0 buckets, 0 other TUs)",
                            "0 objects compiled in all (0 generated, 0 other)"]
 
 
@@ -138,13 +138,14 @@ print(ops.scale(x, 1.0).grad_fn.name(), x.grad.unique().tolist())
 """
 
 
-def test_editing_one_formula_recompiles_it_alone_and_its_bucket_and_changes_the_gradient(cold, cache, ops):
+def test_editing_one_formula_recompiles_its_edit_tu_only_and_changes_the_gradient(cold, cache, ops):
     root, _ = cold
     edit(os.path.join(root, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
     out = scons(root, *ARGS, f"CACHEDIR={cache}", "--autograd-explain=ScaleBackward0").stdout
-    bucket = f"bucket_{bucket_of('ScaleBackward0', BUCKETS)}.os"
-    assert compiled(out) == sorted(["ScaleBackward0.os", bucket])   # first edit: its TU and its bucket
-    assert linked(out, "myops_ext.so") == sorted(OBJECTS + ["ScaleBackward0.os"])
+    # First edit: its edit TU; its bucket keeps its old text, overridden at link.
+    edit_tu = f"edited_{slot_of('ScaleBackward0', 2)}.os"   # -j2: two edit TUs
+    assert compiled(out) == [edit_tu]
+    assert linked(out, "myops_ext.so") == sorted(OBJECTS + [edit_tu])
     lines = report(out)
     # The kernels of scale and scale_ are re-keyed (their Function's info
     # changed) but render the same bytes: not rewritten, not recompiled.
@@ -152,9 +153,10 @@ def test_editing_one_formula_recompiles_it_alone_and_its_bucket_and_changes_the_
                         f"{N_F + N_K - 1} unchanged, "
                         "0 removed; derivatives entry changed: 3 (ScaleBackward0, myops::scale, "
                         "myops::scale_); 2 re-rendered identical, left untouched; compiled as 2 buckets + 1 "
-                        "on its own (ScaleBackward0); 2 compiled (1 bucket, 1 on its own)")
+                        "unit in 1 edit TU (ScaleBackward0), 1 overriding its old text in a bucket; "
+                        "1 compiled (0 buckets, 1 other TU)")
     assert lines[1].startswith("explain: ScaleBackward0: regenerated: derivatives entry changed")
-    assert lines[1].endswith("compiled on its own, out of its bucket, since it was edited")
+    assert lines[1].endswith("overridden at link (that bucket was not recompiled)")
     # A fresh process sees the new formula: d(2.5 x)/dx is now reported as 5.
     proc = subprocess.run([sys.executable, "-c", RELOADED, os.path.join(root, "specs", "python"),
                            os.path.join(root, LIB)], capture_output=True, text=True)

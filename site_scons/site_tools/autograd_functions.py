@@ -16,7 +16,10 @@ builds of one tree never interleave.
     env.SharedLibrary('ext', cpps + ['module.cpp'])
 
 `unity='auto'` (default) picks the bucket count from the number of units
-and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  With
+and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  The TUs
+come in link order: while an edited Function overrides its old text in a
+bucket, `$AUTOGRAD_OVERRIDE_LINKFLAGS` is appended to `SHLINKFLAGS` of the
+calling environment (`AUTOGRAD_OVERRIDE=False` turns that mode off).  With
 `pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
 and the call returns their shared objects.  `env.AutogradLibrary(target,
 outdir, ...)` also links them into one shared library and, when nothing at
@@ -103,7 +106,7 @@ def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
         opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels))
         return Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
-                       dry_run=dry_run)
+                       dry_run=dry_run, override=bool(env.get("AUTOGRAD_OVERRIDE")))
     except ValueError as e:
         _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
 
@@ -143,6 +146,17 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
         sys.stderr.write(f"scons: warning: {result.warning}\n")
     nodes = [_no_duplicate(out.File(r)) for r in result.sources]
     env.Clean(nodes, out)
+    if dry:
+        # `-n` wrote nothing: a TU this run would create (an edit TU, a new
+        # unit's) is shown as generated, so SCons can say what compiles.
+        for n in nodes:
+            if not n.exists():
+                env.Command(n, [], SCons.Action.Action(_never_run, "would generate $TARGET"))
+    if result.layout.shadowed:
+        # Edited Functions whose old text stays in their (not recompiled)
+        # buckets: the edit TUs come first in `nodes`, and the linker takes
+        # the first definition (codegen/layout.py).
+        env.AppendUnique(SHLINKFLAGS=["$AUTOGRAD_OVERRIDE_LINKFLAGS"])
     alias = env.subst("$AUTOGRAD_GENERATE_ALIAS")
     if alias and not dry:
         # `scons generate`: generate (done while reading) and build nothing.
@@ -153,6 +167,10 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
         atexit.register(_print_reports)
     _reports.append([out, result, None])
     return nodes, result
+
+
+def _never_run(target, source, env):
+    return 0  # only ever shown by `-n`
 
 
 def _pch_objects(env, out, sources):
@@ -240,14 +258,16 @@ def _executed_objects():
 
 
 def _compile_counts(objects, out):
-    """{bucket, alone, other} objects compiled from sources under `out`."""
-    from codegen.layout import FOLDER
+    """{bucket, alone} objects compiled from sources under `out` (alone:
+    edit TUs, or units' own TUs with unity=0)."""
+    from codegen.unity_files import bucket_index
     counts = {"bucket": 0, "alone": 0}
     prefix = out.abspath + os.sep
     for _, src in objects:
         path = src.abspath if src is not None else ""
         if path.startswith(prefix):
-            counts["bucket" if path[len(prefix):].startswith(FOLDER + os.sep) else "alone"] += 1
+            rel = path[len(prefix):].replace(os.sep, "/")
+            counts["bucket" if bucket_index(rel) is not None else "alone"] += 1
     return counts
 
 
@@ -263,7 +283,7 @@ def _print_reports():
             c = _compile_counts(objects, out)
             ours += c["bucket"] + c["alone"]
             line += (f"; {c['bucket'] + c['alone']} compiled ({c['bucket']} bucket"
-                     f"{'s' if c['bucket'] != 1 else ''}, {c['alone']} on {'its' if c['alone'] == 1 else 'their'} own)")
+                     f"{'s' if c['bucket'] != 1 else ''}, {c['alone']} other TU{'s' if c['alone'] != 1 else ''})")
         print(line)
         if result.foreign:
             print(f"autograd_functions: warning: {foreign_line(result)}")
@@ -313,7 +333,11 @@ def generate(env):
             pass
     env.AddMethod(AutogradFunctions, "AutogradFunctions")
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
-    env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate")
+    env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
+                   # ELF linkers (GNU ld, gold, lld, mold) take the first of two definitions
+                   # when told to; Mach-O's and MSVC's are not asked.
+                   AUTOGRAD_OVERRIDE=sys.platform.startswith(("linux", "freebsd")),
+                   AUTOGRAD_OVERRIDE_LINKFLAGS="-Wl,--allow-multiple-definition")
 
 
 def exists(env):
