@@ -56,7 +56,7 @@ def _is_reference(f: NativeFunction, ref: FunctionSchema) -> bool:
 def _saved_type(f: NativeFunction, a: Argument) -> str:
     return argument_type(a.type, mutable=a.is_write,
                          const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
-                         ilistref=f.part_of_structured_group).value
+                         ilistref=f.part_of_structured_group).remove_const_ref().cpp_type()
 
 
 class _Deriver:

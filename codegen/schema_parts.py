@@ -16,28 +16,12 @@ class SchemaError(ValueError):
     """A `func:` string (or part of one) that is not valid schema syntax."""
 
 
-# Base types the schema language knows, and their C++ value type.
-BASE_TYPES: dict[str, str] = {
-    "Generator": "at::Generator",
-    "ScalarType": "at::ScalarType",
-    "Tensor": "at::Tensor",
-    "int": "int64_t",
-    "DimVector": "at::DimVector",
-    "float": "double",
-    "str": "c10::string_view",
-    "bool": "bool",
-    "Layout": "at::Layout",
-    "Device": "at::Device",
-    "DeviceIndex": "at::DeviceIndex",
-    "Scalar": "at::Scalar",
-    "MemoryFormat": "at::MemoryFormat",
-    "QScheme": "at::QScheme",
-    "Storage": "at::Storage",
-    "Stream": "at::Stream",
-    "SymInt": "c10::SymInt",
-    "SymBool": "c10::SymBool",
-    "GraphModule": "at::GraphModule",
-}
+# Base types the schema language knows (api/cpp.py has their C++ types).
+BASE_TYPES: frozenset[str] = frozenset({
+    "Generator", "ScalarType", "Tensor", "int", "DimVector", "float", "str", "bool", "Layout",
+    "Device", "DeviceIndex", "Scalar", "MemoryFormat", "QScheme", "Storage", "Stream", "SymInt",
+    "SymBool", "GraphModule",
+})
 
 
 # ---------------------------------------------------------------- names

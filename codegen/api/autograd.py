@@ -141,6 +141,6 @@ def differentiable_outputs(info: DifferentiabilityInfo) -> list[DifferentiableOu
     names = [n if n != "self" else "result" for n in return_names(f)]
     flags = info.output_differentiability or (True,) * len(f.returns)
     cref = info.func.use_const_ref_for_mutable_tensors
-    return [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).decl)
+    return [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).cpp_type())
             for n, r, ok in zip(names, f.returns, list(flags) + [False] * len(f.returns))
             if ok and is_tensor_like(r.type)]

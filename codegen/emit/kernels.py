@@ -113,7 +113,8 @@ def _signature(f: NativeFunction) -> tuple[str, list[str]]:
     """The dispatcher's C++ return type and parameter types of `f`."""
     fs = f.func
     params = [_param_type(f, a) for a in fs.schema_order_arguments()]
-    rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).decl for r in fs.returns]
+    rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).cpp_type()
+            for r in fs.returns]
     ret = "void" if not rets else rets[0] if len(rets) == 1 else f"::std::tuple<{','.join(rets)}>"
     return ret, params
 
@@ -196,8 +197,7 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
             f"  grad_fn->set_next_edges(collect_next_edges({', '.join(diff)}));"]
     out += ["  " + s for s in _save(info.all_saved_inputs, is_output=False, inplace=inplace)]
     for b in info.args_with_derivatives:
-        if b.type in ("at::TensorList", "const c10::List<::std::optional<at::Tensor>> &",
-                      "const at::ITensorListRef &"):
+        if b.ctype.is_tensor_list:
             out.append(f"  grad_fn->{b.name}_size_ = {b.name}.size();")
     out.append("}")
     out += call
@@ -302,7 +302,7 @@ def _names_used(attrs: Sequence[SavedAttribute]) -> set[str]:
 def _param_type(f: NativeFunction, a: Argument) -> str:
     """The dispatcher's (faithful) C++ type of one argument."""
     return argument_type(a.type, mutable=a.is_write, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
-                         ilistref=f.part_of_structured_group).decl
+                         ilistref=f.part_of_structured_group).cpp_type()
 
 
 def _cpp_string(s: str) -> str:
