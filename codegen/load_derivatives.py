@@ -294,9 +294,8 @@ class _EntryLoader:
                    var_names: tuple[str, ...], available: Sequence[str]) -> Derivative:
         fs = f.func
         cref = f.use_const_ref_for_mutable_tensors
-        inputs = [(b.saved_name, b.ctype.remove_const_ref().cpp_type()) for b in bindings]
-        outputs = [("result" if n == "self" else n,
-                    return_type(r, const_ref_for_mutable=cref).remove_const_ref().cpp_type())
+        inputs = [(b.saved_name, b.ctype.remove_const_ref()) for b in bindings]
+        outputs = [("result" if n == "self" else n, return_type(r, const_ref_for_mutable=cref).remove_const_ref())
                    for n, r in zip(return_names(fs), fs.returns)]
         new, saved_in = saved_attributes(formula, inputs, var_names)
         new, saved_out = saved_attributes(new, outputs, var_names)

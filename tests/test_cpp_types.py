@@ -81,3 +81,12 @@ def test_views_are_types_that_may_dangle():
     owned = [tensorT, symIntT, OptionalCType(doubleT), VectorCType(VectorCType(longT)), ListCType(OPTIONAL_TENSOR),
              ArrayCType(boolT, 2)]
     assert all(t.is_view for t in views) and not any(t.is_view for t in owned)
+
+
+def test_a_saved_view_is_stored_as_its_owning_type_or_refused():
+    from codegen.api.autograd import SavedAttribute
+    from codegen.emit.saved import PLAIN, saved_slot
+    slot = saved_slot(SavedAttribute("dim", intArrayRefT, "dim"), False)
+    assert (slot.kind, slot.member_type) == (PLAIN, "std::vector<int64_t>")
+    with pytest.raises(ValueError, match="non-owning"):
+        saved_slot(SavedAttribute("weights", ArrayRefCType(doubleT), "weights"), False)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..api.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
-from ..api.cpp import argument_type, return_names, return_type
+from ..api.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT, return_names, return_type, scalarT,
+                       stringViewT, symIntArrayRefT)
 from ..model import FUNCTIONAL, INPLACE, OUT, Argument
 from ..native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
@@ -27,9 +28,8 @@ from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, regi
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
 
-# Saved values held in a SavedVariable, and in a list of them.
-_SV_TYPES = ("at::Tensor", "::std::optional<at::Tensor>")
-_SV_LIST_TYPES = ("at::TensorList", "c10::List<::std::optional<at::Tensor>>", "at::ITensorListRef")
+# Saved views copied with `.vec()`.
+_ARRAY_VIEWS = (intArrayRefT, symIntArrayRefT, ArrayRefCType(scalarT))
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) ->
     out = []
     for a in sorted(attrs, key=lambda a: a.name):
         expr = a.expr
-        if a.type in _SV_TYPES:
+        if a.type.is_tensor:
             var = a.name
             if inplace and is_output:
                 expr = "SavedVariable(self, true, self.is_view())"
@@ -282,14 +282,14 @@ def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) ->
                 expr = f"SavedVariable({var}, {'true' if is_output else 'false'})"
             out.append(f"grad_fn->{a.name}_ = {expr};")
             continue
-        if a.type in _SV_LIST_TYPES or a.type == "::std::vector<at::Tensor>":
+        if a.type.is_tensor_list:
             out.append(f"grad_fn->{a.name}_ = make_saved_variable_list({a.name});")
             continue
-        if a.type in ("at::IntArrayRef", "c10::SymIntArrayRef", "at::ArrayRef<at::Scalar>"):
+        if a.type in _ARRAY_VIEWS:
             expr = f"{expr}.vec()"
-        elif a.type == "c10::string_view":
+        elif a.type == stringViewT:
             expr = f"std::string({expr})"
-        elif a.type == "::std::optional<c10::string_view>":
+        elif a.type == OptionalCType(stringViewT):
             expr = f"{expr}.has_value() ? ::std::optional<std::string>(std::string({expr}.value())) : ::std::nullopt"
         out.append(f"grad_fn->{a.name} = {expr};")
     return out
