@@ -74,12 +74,7 @@ class _Op:
 
     def header(self, ns: str) -> str:
         op, sup = self.op, self.superclass
-        types = " ".join(s.member_type for s in self.slots)
-        extra = []
-        if "TensorGeometry" in types:
-            extra.append("#include <ATen/TensorGeometry.h>")
-        if "OptionalArray" in types:
-            extra.append("#include <ATen/core/ivalue.h>")
+        extra = sorted({h for s in self.slots for h in s.includes})
         release = [line for s in self.slots for line in s.release]
         if release:
             release.insert(0, "std::lock_guard<std::mutex> lock(mutex_);")

@@ -13,22 +13,26 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..api.autograd import SavedAttribute
-from ..api.cpp import (ArrayRefCType, CType, OptionalCType, doubleT, intArrayRefT, optionalIntArrayRefT,
-                       optionalSymIntArrayRefT, scalarT, stringViewT, symIntArrayRefT, typeAndSizeT)
+from ..api.cpp import (ArrayRefCType, CType, OptionalCType, doubleT, intArrayRefT, longT, optionalIntArrayRefT,
+                       optionalSymIntArrayRefT, scalarT, stringViewT, symIntArrayRefT, tensorGeometryT,
+                       typeAndSizeT)
 
 # How a saved value is stored.
 TENSOR, TENSOR_LIST, OPT_TENSOR_LIST, SCALAR_LIST, PLAIN = (
     "tensor", "tensor_list", "opt_tensor_list", "scalar_list", "plain")
 
+# Optional array views, held as c10::OptionalArray of their element type.
+_OPTIONAL_ARRAYS: dict[CType, str] = {
+    optionalIntArrayRefT: "int64_t", OptionalCType(intArrayRefT): "int64_t",
+    optionalSymIntArrayRefT: "c10::SymInt", OptionalCType(symIntArrayRefT): "c10::SymInt",
+    OptionalCType(ArrayRefCType(doubleT)): "double",
+}
+
 # View types and the owning type stored instead.
 _OWNED: dict[CType, str] = {
     intArrayRefT: "std::vector<int64_t>",
     symIntArrayRefT: "std::vector<c10::SymInt>",
-    optionalIntArrayRefT: "c10::OptionalArray<int64_t>",
-    OptionalCType(intArrayRefT): "c10::OptionalArray<int64_t>",
-    optionalSymIntArrayRefT: "c10::OptionalArray<c10::SymInt>",
-    OptionalCType(symIntArrayRefT): "c10::OptionalArray<c10::SymInt>",
-    OptionalCType(ArrayRefCType(doubleT)): "c10::OptionalArray<double>",
+    **{t: f"c10::OptionalArray<{e}>" for t, e in _OPTIONAL_ARRAYS.items()},
     stringViewT: "std::string",
     OptionalCType(stringViewT): "std::optional<std::string>",
     # The loader spells it as torch's generated code sees it; the type
@@ -46,16 +50,26 @@ class SavedSlot:
     member_type: str          # C++ type of the main member
     field: str                # the main member's name (`self_` or `dim`)
     param_type: str           # apply_functional parameter type, without `&`
+    saved_type: CType         # the saved attribute's type, as the loader gives it
 
     @property
     def members(self) -> list[tuple[str, str, Optional[str]]]:
         """(type, name, initialiser) of every data member."""
-        out = [(self.member_type, self.field, "0" if self.member_type == "int64_t" else None)]
+        out = [(self.member_type, self.field, "0" if self.saved_type == longT else None)]
         if self.kind in (TENSOR_LIST, OPT_TENSOR_LIST, SCALAR_LIST):
             # Set on release so that a second backward fails loudly instead of
             # seeing an empty list.
             out.append(("bool", f"{self.name}_released_", "false"))
         return out
+
+    @property
+    def includes(self) -> list[str]:
+        """Headers the members need beyond the prelude's."""
+        if self.saved_type == tensorGeometryT:
+            return ["#include <ATen/TensorGeometry.h>"]
+        if self.saved_type in _OPTIONAL_ARRAYS:
+            return ["#include <ATen/core/ivalue.h>"]
+        return []
 
     @property
     def release(self) -> list[str]:
@@ -102,21 +116,22 @@ def saved_slot(attr: SavedAttribute, is_output: bool) -> SavedSlot:
     """Raises ValueError for a type that would keep a dangling view."""
     t, n = attr.type, attr.name
     if t.is_tensor or (t == scalarT and is_output):
-        return SavedSlot(n, TENSOR, is_output, "SavedVariable", f"{n}_", "at::Tensor")
+        return SavedSlot(n, TENSOR, is_output, "SavedVariable", f"{n}_", "at::Tensor", t)
     if t.is_optional_tensor_list:
         return SavedSlot(n, OPT_TENSOR_LIST, is_output, "std::vector<SavedVariable>", f"{n}_",
-                         "c10::List<std::optional<at::Tensor>>")
+                         "c10::List<std::optional<at::Tensor>>", t)
     if t.is_tensor_list:
         return SavedSlot(n, TENSOR_LIST, is_output, "std::vector<SavedVariable>", f"{n}_",
-                         "std::vector<at::Tensor>")
+                         "std::vector<at::Tensor>", t)
     if t == ArrayRefCType(scalarT):
-        return SavedSlot(n, SCALAR_LIST, is_output, "std::vector<at::Scalar>", n, "std::vector<at::Scalar>")
+        return SavedSlot(n, SCALAR_LIST, is_output, "std::vector<at::Scalar>", n, "std::vector<at::Scalar>", t)
     owned = _OWNED.get(t)
     if owned is None and t.is_view:
         raise ValueError(f"saved value '{n}' has type '{t}', a non-owning view; "
                          f"the autograd Function cannot store it")
     owned = owned or t.cpp_type()
-    return SavedSlot(n, PLAIN, is_output, owned, n, owned)
+    return SavedSlot(n, PLAIN, is_output, owned, n, owned, t)
+
 
 def saved_slots(inputs: tuple[SavedAttribute, ...], outputs: tuple[SavedAttribute, ...]) -> list[SavedSlot]:
     """Inputs then outputs, each sorted by name (ASCII order, like libtorch)."""
