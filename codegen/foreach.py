@@ -15,7 +15,7 @@ from typing import Optional
 
 from .api.autograd import (Derivative, DifferentiabilityInfo, ForwardDerivative, SavedAttribute,
                            unique_by_name)
-from .api.cpp import api_name, argument_type, cpp_arguments
+from .api.cpp import CType, api_name, argument_type, cpp_arguments, tensorListT
 from .errors import SpecError
 from .model import FUNCTIONAL, INPLACE, OUT, Argument, FunctionSchema, ListType, is_tensor_like
 from .native_functions import NativeFunction, NativeSpec
@@ -53,10 +53,10 @@ def _is_reference(f: NativeFunction, ref: FunctionSchema) -> bool:
     return all(r.type in (a.type, getattr(a.type, "elem", None)) for a, r in zip(args, ref_args))
 
 
-def _saved_type(f: NativeFunction, a: Argument) -> str:
+def _saved_type(f: NativeFunction, a: Argument) -> CType:
     return argument_type(a.type, mutable=a.is_write,
                          const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
-                         ilistref=f.part_of_structured_group).value
+                         ilistref=f.part_of_structured_group).remove_const_ref()
 
 
 class _Deriver:
@@ -87,7 +87,7 @@ class _Deriver:
         for s in d.saved_outputs:
             if s.name != "result":
                 raise self.error(f"its formula saves output '{s.name}'; only 'result' maps to the list result")
-            saved_out.append(SavedAttribute("result", "at::TensorList", "result"))
+            saved_out.append(SavedAttribute("result", tensorListT, "result"))
         var_names = tuple(self.to_foreach[v].name for v in d.var_names)
         return Derivative(formula, d.formula, var_names, tuple(saved_in), tuple(saved_out), frozenset())
 

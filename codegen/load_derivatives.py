@@ -294,8 +294,8 @@ class _EntryLoader:
                    var_names: tuple[str, ...], available: Sequence[str]) -> Derivative:
         fs = f.func
         cref = f.use_const_ref_for_mutable_tensors
-        inputs = [(b.saved_name, b.ctype.value) for b in bindings]
-        outputs = [("result" if n == "self" else n, return_type(r, const_ref_for_mutable=cref).value)
+        inputs = [(b.saved_name, b.ctype.remove_const_ref()) for b in bindings]
+        outputs = [("result" if n == "self" else n, return_type(r, const_ref_for_mutable=cref).remove_const_ref())
                    for n, r in zip(return_names(fs), fs.returns)]
         new, saved_in = saved_attributes(formula, inputs, var_names)
         new, saved_out = saved_attributes(new, outputs, var_names)
@@ -315,7 +315,7 @@ class _EntryLoader:
         def required(text: str, postfix: str) -> tuple[str, ...]:
             found = []
             for b in diff_args:
-                if b.type in ("at::TensorList", "const at::ITensorListRef &") and not is_foreach:
+                if b.ctype.is_tensor_list and not b.ctype.is_optional_tensor_list and not is_foreach:
                     continue  # list inputs are handled inside the formula's callee
                 if uses_ident(text, b.name):
                     raise ValueError(f"forward formula for {', '.join(names)} uses '{b.name}', which is "

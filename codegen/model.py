@@ -16,7 +16,7 @@ from typing import Iterator
 # The parts, also importable from here: model.py is the schema language's one name.
 from .schema_parts import (BASE_TYPES, Annotation, Argument, Arguments, BaseType,  # noqa: F401
                            CustomClassType, ListType, OptionalType, Return, SchemaError, Type,
-                           check_name, is_list_like, is_symint_like, is_tensor_like, parse_type)
+                           check_name, is_list_like, is_symint_like, is_tensor_like, matched, parse_type)
 
 
 # ----------------------------------------------------------- op names
@@ -94,9 +94,7 @@ class FunctionSchema:
 
     @staticmethod
     def parse(func: str) -> "FunctionSchema":
-        m = _DECL_RE.fullmatch(func)
-        if m is None:
-            raise SchemaError(f"not a schema of the form 'name(args) -> returns': '{func}'")
+        m = matched(_DECL_RE.fullmatch(func), f"not a schema of the form 'name(args) -> returns': '{func}'")
         name = OperatorName.parse(m.group(1))
         args = Arguments.parse(m.group(2))
         returns = _parse_returns(m.group(3))

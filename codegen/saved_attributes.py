@@ -8,13 +8,15 @@ import re
 from typing import Callable, NamedTuple, Optional, Sequence, Union
 
 from .api.autograd import SavedAttribute, uses_ident
+from .api.cpp import (CType, OptionalCType, VectorCType, boolT, layoutT, longT, scalarTypeT, stringViewT,
+                      symIntArrayRefT, symIntT, tensorGeometryT, tensorOptionsT, typeAndSizeT)
 
 
 class _Rewrite(NamedTuple):
     """One way a formula uses a variable that is saved as something smaller."""
     pattern: str                                  # regex, `{}` for the variable's name
     suffix: Union[str, Callable[[re.Match], str]]  # saved name = variable + suffix
-    ctype: str                                    # the saved value's C++ type
+    ctype: CType                                  # the saved value's C++ type
     save: Optional[Callable[[str], str]] = None   # save-time expression (None: the matched text)
     use: Optional[Callable[[str], str]] = None    # what the formula reads (None: the saved name)
     strides: bool = False                         # strides_or_error(): for the variable's own formula only
@@ -23,29 +25,28 @@ class _Rewrite(NamedTuple):
 # Order matters: earlier rewrites apply first.  The patterns are as loose as
 # PyTorch's (`.` is any character), since the names they produce must agree.
 _REWRITES: list[_Rewrite] = [
-    _Rewrite(r"{}.sym_sizes\(\)", "_sym_sizes", "c10::SymIntArrayRef"),
-    _Rewrite(r"{}->sym_sizes\(\)", "_sym_sizes_opt", "::std::optional<c10::SymIntArrayRef>",
+    _Rewrite(r"{}.sym_sizes\(\)", "_sym_sizes", symIntArrayRefT),
+    _Rewrite(r"{}->sym_sizes\(\)", "_sym_sizes_opt", OptionalCType(symIntArrayRefT),
              save=lambda n: f"{n}.has_value() ? std::optional<c10::SymIntArrayRef>({n}->sym_sizes()) : "
                             f"std::nullopt"),
-    _Rewrite(r"{}.sym_blocksize\(\)", "_self_sym_blocksize_opt", "::std::optional<c10::SymIntArrayRef>",
+    _Rewrite(r"{}.sym_blocksize\(\)", "_self_sym_blocksize_opt", OptionalCType(symIntArrayRefT),
              save=lambda n: f"at::sparse_csr::getSymIntBlockSize({n})"),
-    _Rewrite(r"{}.options\(\)", "_options", "at::TensorOptions"),
-    _Rewrite(r"zeros_like\({}\)", "_info", "torch::autograd::generated::TypeAndSize",
+    _Rewrite(r"{}.options\(\)", "_options", tensorOptionsT),
+    _Rewrite(r"zeros_like\({}\)", "_info", typeAndSizeT,
              save=lambda n: n, use=lambda n: n + "_info.zeros()"),
     _Rewrite(r"{}.sym_size\((-?\w+)\)", lambda m: "_sym_argsize_" + m.group(1).replace("-", "minus_"),
-             "c10::SymInt"),
-    _Rewrite(r"{}.numel\(\)", "_numel", "int64_t"),
-    _Rewrite(r"{}.sym_numel\(\)", "_sym_numel", "c10::SymInt"),
-    _Rewrite(r"to_args_sizes\({}\)", "_args_sizes", "::std::vector<::std::vector<int64_t>>"),
-    _Rewrite(r"to_args_sizes_symint\({}\)", "_args_sizes_symint",
-             "::std::vector<::std::vector<c10::SymInt>>"),
-    _Rewrite(r"to_args_scalartypes\({}\)", "_args_scalartypes", "::std::vector<at::ScalarType>"),
-    _Rewrite(r"TensorGeometry\({}\)", "_geometry", "at::TensorGeometry"),
-    _Rewrite(r"{}.scalar_type\(\)", "_scalar_type", "at::ScalarType"),
-    _Rewrite(r"{}.dim\(\)", "_dim", "int64_t"),
-    _Rewrite(r"{}.sym_strides\(\)", "_sym_strides", "c10::SymIntArrayRef", strides=True),
-    _Rewrite(r"{}.layout\(\)", "_layout", "at::Layout"),
-    _Rewrite(r"{}.is_conj\(\)", "_conjugate", "bool"),
+             symIntT),
+    _Rewrite(r"{}.numel\(\)", "_numel", longT),
+    _Rewrite(r"{}.sym_numel\(\)", "_sym_numel", symIntT),
+    _Rewrite(r"to_args_sizes\({}\)", "_args_sizes", VectorCType(VectorCType(longT))),
+    _Rewrite(r"to_args_sizes_symint\({}\)", "_args_sizes_symint", VectorCType(VectorCType(symIntT))),
+    _Rewrite(r"to_args_scalartypes\({}\)", "_args_scalartypes", VectorCType(scalarTypeT)),
+    _Rewrite(r"TensorGeometry\({}\)", "_geometry", tensorGeometryT),
+    _Rewrite(r"{}.scalar_type\(\)", "_scalar_type", scalarTypeT),
+    _Rewrite(r"{}.dim\(\)", "_dim", longT),
+    _Rewrite(r"{}.sym_strides\(\)", "_sym_strides", symIntArrayRefT, strides=True),
+    _Rewrite(r"{}.layout\(\)", "_layout", layoutT),
+    _Rewrite(r"{}.is_conj\(\)", "_conjugate", boolT),
 ]
 
 # For each pattern, the literal text around the name that any match has:
@@ -79,10 +80,10 @@ def _regex(pattern: str, name: str) -> re.Pattern:
 
 
 _SIZE_INT_RE = re.compile(r"(\.|->)size\(-?\d+\)")
-_OPT_STRING = "::std::optional<c10::string_view>"
+_OPT_STRING = OptionalCType(stringViewT)
 
 
-def saved_attributes(formula: str, variables: Sequence[tuple[str, str]],
+def saved_attributes(formula: str, variables: Sequence[tuple[str, CType]],
                      var_names: tuple[str, ...]) -> tuple[str, tuple[SavedAttribute, ...]]:
     """Rewrite `formula` to read saved values; return it and what to save.
 

@@ -16,28 +16,19 @@ class SchemaError(ValueError):
     """A `func:` string (or part of one) that is not valid schema syntax."""
 
 
-# Base types the schema language knows, and their C++ value type.
-BASE_TYPES: dict[str, str] = {
-    "Generator": "at::Generator",
-    "ScalarType": "at::ScalarType",
-    "Tensor": "at::Tensor",
-    "int": "int64_t",
-    "DimVector": "at::DimVector",
-    "float": "double",
-    "str": "c10::string_view",
-    "bool": "bool",
-    "Layout": "at::Layout",
-    "Device": "at::Device",
-    "DeviceIndex": "at::DeviceIndex",
-    "Scalar": "at::Scalar",
-    "MemoryFormat": "at::MemoryFormat",
-    "QScheme": "at::QScheme",
-    "Storage": "at::Storage",
-    "Stream": "at::Stream",
-    "SymInt": "c10::SymInt",
-    "SymBool": "c10::SymBool",
-    "GraphModule": "at::GraphModule",
-}
+def matched(m: Optional[re.Match], message: str) -> re.Match:
+    """`m`, a regex match of some schema text, or a SchemaError if it did not match."""
+    if m is None:
+        raise SchemaError(message)
+    return m
+
+
+# Base types the schema language knows (api/cpp.py has their C++ types).
+BASE_TYPES: frozenset[str] = frozenset({
+    "Generator", "ScalarType", "Tensor", "int", "DimVector", "float", "str", "bool", "Layout",
+    "Device", "DeviceIndex", "Scalar", "MemoryFormat", "QScheme", "Storage", "Stream", "SymInt",
+    "SymBool", "GraphModule",
+})
 
 
 # ---------------------------------------------------------------- names
@@ -175,9 +166,7 @@ class Annotation:
 
     @staticmethod
     def parse(ann: str) -> "Annotation":
-        m = _ANNOTATION_RE.match(ann)
-        if m is None:
-            raise SchemaError(f"bad alias annotation '{ann}'")
+        m = matched(_ANNOTATION_RE.match(ann), f"bad alias annotation '{ann}'")
         before = m.group(1) + (m.group(2) or "")
         alias_set = tuple(before.split("|"))
         is_write = m.group(3) == "!"

@@ -15,7 +15,7 @@ def _theirs():
 def _saved(attrs, theirs=False):
     if theirs:
         return sorted((a.nctype.name, a.nctype.type.cpp_type(), a.expr) for a in attrs)
-    return sorted((a.name, a.type, a.expr) for a in attrs)
+    return sorted((a.name, a.type.cpp_type(), a.expr) for a in attrs)
 
 
 def test_derived_foreach_infos_match_torchgen(torch_specs, torch_counts):
@@ -31,7 +31,7 @@ def test_derived_foreach_infos_match_torchgen(torch_specs, torch_counts):
         assert [(x.formula, x.original_formula, x.var_names) for x in a.derivatives] == \
             [(x.formula, x.original_formula, tuple(x.var_names)) for x in b.derivatives], a.op
         for x, y in zip(a.derivatives, b.derivatives):
-            assert [(s.name, s.type, s.expr) for s in x.saved_inputs] == \
+            assert [(s.name, s.type.cpp_type(), s.expr) for s in x.saved_inputs] == \
                 [(s.nctype.name, s.nctype.type.cpp_type(), s.expr) for s in y.saved_inputs], a.op
         # torchgen's all_saved_* come from a set: compare as sets
         assert _saved(a.all_saved_inputs) == _saved(b.all_saved_inputs, True), a.op

@@ -8,7 +8,7 @@ from typing import Iterable, Optional
 
 from ..model import Type, is_tensor_like
 from .native import NativeFunction
-from .cpp import Binding, return_names, return_type
+from .cpp import Binding, CType, return_names, return_type
 
 IDENT = r"(^|\W){}($|\W)"
 
@@ -35,11 +35,11 @@ class SavedAttribute:
     """A value stored on the autograd Function at forward time: an input or
     output, or a property of one (`other_scalar_type` for `other.scalar_type()`)."""
     name: str
-    type: str    # C++ type of the held value, const/ref removed
+    type: CType  # of the held value, const/ref removed
     expr: str    # how to compute it at save time
 
     def as_json(self) -> dict:
-        return {"name": self.name, "type": self.type, "expr": self.expr}
+        return {"name": self.name, "type": self.type.cpp_type(), "expr": self.expr}
 
 
 def unique_by_name(attrs: Iterable[SavedAttribute]) -> tuple[SavedAttribute, ...]:
@@ -141,6 +141,6 @@ def differentiable_outputs(info: DifferentiabilityInfo) -> list[DifferentiableOu
     names = [n if n != "self" else "result" for n in return_names(f)]
     flags = info.output_differentiability or (True,) * len(f.returns)
     cref = info.func.use_const_ref_for_mutable_tensors
-    return [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).decl)
+    return [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).cpp_type())
             for n, r, ok in zip(names, f.returns, list(flags) + [False] * len(f.returns))
             if ok and is_tensor_like(r.type)]

@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..api.autograd import DifferentiabilityInfo, ForwardDerivative, differentiable_outputs, uses_ident
-from ..api.cpp import return_names
+from ..api.cpp import OPTIONAL_TENSOR, CType, return_names
 from ..errors import SpecError
 from ..model import INPLACE, OUT, is_tensor_like
 
-_OPT = "::std::optional<at::Tensor>"
-_LISTS = ("at::TensorList", "const at::ITensorListRef &", "const c10::List<::std::optional<at::Tensor>> &")
 # `foo_t` / `foo_p` identifiers that are C++ types, not tangents or primals.
 _TYPE_STEMS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "size", "ssize",
                "ptrdiff", "intptr", "uintptr", "char16", "char32", "wchar", "nullptr", "max_align", "time",
@@ -50,7 +48,7 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
     if info is None or fs.kind() == OUT:
         inputs = [(a.name, _param_kind(a)) for a in fs.schema_order_arguments() if is_tensor_like(a.type)]
         return ForwardAD(_refuse(inputs, label, "it has no forward-mode formula"), [], set(), False)
-    inputs = [(b.name, _binding_kind(b.type)) for b in info.args_with_derivatives
+    inputs = [(b.name, _binding_kind(b.ctype)) for b in info.args_with_derivatives
               if b.argument is not None and is_tensor_like(b.argument.type)]
     if not inputs:
         return ForwardAD([], [], set(), False)
@@ -214,10 +212,10 @@ def _defined(n: str, kind: str) -> str:
     return f"isFwGradDefinedTensorList({n})" if kind == "list" else f"isFwGradDefined({n})"
 
 
-def _binding_kind(cpp_type: str) -> str:
-    if cpp_type in _LISTS:
+def _binding_kind(t: CType) -> str:
+    if t.is_tensor_list:
         return "list"
-    return "optional" if _OPT in cpp_type else "tensor"
+    return "optional" if t.remove_const_ref() == OPTIONAL_TENSOR else "tensor"
 
 
 def _param_kind(a) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..api.autograd import DifferentiabilityInfo
-from ..api.cpp import TENSOR_LIST_LIKE
 from ..errors import SpecError
 from .backward import backward_body
 from .options import EmitOptions
@@ -53,7 +52,7 @@ class _Op:
         args = info.args_with_derivatives
         self.n = len(args)
         # List inputs get one slot per element; the count is saved at forward.
-        self.sized = [b.name for b in args if b.type in TENSOR_LIST_LIKE]
+        self.sized = [b.name for b in args if b.ctype.is_tensor_list]
         self.ranges = [f"auto {b.name}_ix = gen.range({b.name + '_size_' if b.name in self.sized else 1});"
                        for b in args]
         self.retain = info.uses_retain_variables
@@ -75,12 +74,7 @@ class _Op:
 
     def header(self, ns: str) -> str:
         op, sup = self.op, self.superclass
-        types = " ".join(s.member_type for s in self.slots)
-        extra = []
-        if "TensorGeometry" in types:
-            extra.append("#include <ATen/TensorGeometry.h>")
-        if "OptionalArray" in types:
-            extra.append("#include <ATen/core/ivalue.h>")
+        extra = sorted({h for s in self.slots for h in s.includes})
         release = [line for s in self.slots for line in s.release]
         if release:
             release.insert(0, "std::lock_guard<std::mutex> lock(mutex_);")

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..api.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
-from ..api.cpp import argument_type, return_names, return_type
+from ..api.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT, return_names, return_type, scalarT,
+                       stringViewT, symIntArrayRefT)
 from ..model import FUNCTIONAL, INPLACE, OUT, Argument
 from ..native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
@@ -27,9 +28,8 @@ from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, regi
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
 
-# Saved values held in a SavedVariable, and in a list of them.
-_SV_TYPES = ("at::Tensor", "::std::optional<at::Tensor>")
-_SV_LIST_TYPES = ("at::TensorList", "c10::List<::std::optional<at::Tensor>>", "at::ITensorListRef")
+# Saved views copied with `.vec()`.
+_ARRAY_VIEWS = (intArrayRefT, symIntArrayRefT, ArrayRefCType(scalarT))
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,8 @@ def _signature(f: NativeFunction) -> tuple[str, list[str]]:
     """The dispatcher's C++ return type and parameter types of `f`."""
     fs = f.func
     params = [_param_type(f, a) for a in fs.schema_order_arguments()]
-    rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).decl for r in fs.returns]
+    rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).cpp_type()
+            for r in fs.returns]
     ret = "void" if not rets else rets[0] if len(rets) == 1 else f"::std::tuple<{','.join(rets)}>"
     return ret, params
 
@@ -196,8 +197,7 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
             f"  grad_fn->set_next_edges(collect_next_edges({', '.join(diff)}));"]
     out += ["  " + s for s in _save(info.all_saved_inputs, is_output=False, inplace=inplace)]
     for b in info.args_with_derivatives:
-        if b.type in ("at::TensorList", "const c10::List<::std::optional<at::Tensor>> &",
-                      "const at::ITensorListRef &"):
+        if b.ctype.is_tensor_list:
             out.append(f"  grad_fn->{b.name}_size_ = {b.name}.size();")
     out.append("}")
     out += call
@@ -271,7 +271,7 @@ def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) ->
     out = []
     for a in sorted(attrs, key=lambda a: a.name):
         expr = a.expr
-        if a.type in _SV_TYPES:
+        if a.type.is_tensor:
             var = a.name
             if inplace and is_output:
                 expr = "SavedVariable(self, true, self.is_view())"
@@ -282,14 +282,14 @@ def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) ->
                 expr = f"SavedVariable({var}, {'true' if is_output else 'false'})"
             out.append(f"grad_fn->{a.name}_ = {expr};")
             continue
-        if a.type in _SV_LIST_TYPES or a.type == "::std::vector<at::Tensor>":
+        if a.type.is_tensor_list:
             out.append(f"grad_fn->{a.name}_ = make_saved_variable_list({a.name});")
             continue
-        if a.type in ("at::IntArrayRef", "c10::SymIntArrayRef", "at::ArrayRef<at::Scalar>"):
+        if a.type in _ARRAY_VIEWS:
             expr = f"{expr}.vec()"
-        elif a.type == "c10::string_view":
+        elif a.type == stringViewT:
             expr = f"std::string({expr})"
-        elif a.type == "::std::optional<c10::string_view>":
+        elif a.type == OptionalCType(stringViewT):
             expr = f"{expr}.has_value() ? ::std::optional<std::string>(std::string({expr}.value())) : ::std::nullopt"
         out.append(f"grad_fn->{a.name} = {expr};")
     return out
@@ -302,7 +302,7 @@ def _names_used(attrs: Sequence[SavedAttribute]) -> set[str]:
 def _param_type(f: NativeFunction, a: Argument) -> str:
     """The dispatcher's (faithful) C++ type of one argument."""
     return argument_type(a.type, mutable=a.is_write, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
-                         ilistref=f.part_of_structured_group).decl
+                         ilistref=f.part_of_structured_group).cpp_type()
 
 
 def _cpp_string(s: str) -> str:

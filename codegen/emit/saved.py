@@ -13,28 +13,31 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..api.autograd import SavedAttribute
+from ..api.cpp import (ArrayRefCType, CType, OptionalCType, doubleT, intArrayRefT, longT, optionalIntArrayRefT,
+                       optionalSymIntArrayRefT, scalarT, stringViewT, symIntArrayRefT, tensorGeometryT,
+                       typeAndSizeT)
 
 # How a saved value is stored.
 TENSOR, TENSOR_LIST, OPT_TENSOR_LIST, SCALAR_LIST, PLAIN = (
     "tensor", "tensor_list", "opt_tensor_list", "scalar_list", "plain")
 
-_TENSOR_TYPES = frozenset({"at::Tensor", "::std::optional<at::Tensor>"})
-_TENSOR_LIST_TYPES = frozenset({"at::TensorList", "at::ITensorListRef", "::std::vector<at::Tensor>"})
+# Optional array views, held as c10::OptionalArray of their element type.
+_OPTIONAL_ARRAYS: dict[CType, str] = {
+    optionalIntArrayRefT: "int64_t", OptionalCType(intArrayRefT): "int64_t",
+    optionalSymIntArrayRefT: "c10::SymInt", OptionalCType(symIntArrayRefT): "c10::SymInt",
+    OptionalCType(ArrayRefCType(doubleT)): "double",
+}
 
 # View types and the owning type stored instead.
-_OWNED = {
-    "at::IntArrayRef": "std::vector<int64_t>",
-    "c10::SymIntArrayRef": "std::vector<c10::SymInt>",
-    "at::OptionalIntArrayRef": "c10::OptionalArray<int64_t>",
-    "::std::optional<at::IntArrayRef>": "c10::OptionalArray<int64_t>",
-    "at::OptionalSymIntArrayRef": "c10::OptionalArray<c10::SymInt>",
-    "::std::optional<c10::SymIntArrayRef>": "c10::OptionalArray<c10::SymInt>",
-    "::std::optional<at::ArrayRef<double>>": "c10::OptionalArray<double>",
-    "c10::string_view": "std::string",
-    "::std::optional<c10::string_view>": "std::optional<std::string>",
+_OWNED: dict[CType, str] = {
+    intArrayRefT: "std::vector<int64_t>",
+    symIntArrayRefT: "std::vector<c10::SymInt>",
+    **{t: f"c10::OptionalArray<{e}>" for t, e in _OPTIONAL_ARRAYS.items()},
+    stringViewT: "std::string",
+    OptionalCType(stringViewT): "std::optional<std::string>",
     # The loader spells it as torch's generated code sees it; the type
     # itself lives in torch::autograd (function.h), which we always have.
-    "torch::autograd::generated::TypeAndSize": "torch::autograd::TypeAndSize",
+    typeAndSizeT: "torch::autograd::TypeAndSize",
 }
 
 
@@ -47,16 +50,26 @@ class SavedSlot:
     member_type: str          # C++ type of the main member
     field: str                # the main member's name (`self_` or `dim`)
     param_type: str           # apply_functional parameter type, without `&`
+    saved_type: CType         # the saved attribute's type, as the loader gives it
 
     @property
     def members(self) -> list[tuple[str, str, Optional[str]]]:
         """(type, name, initialiser) of every data member."""
-        out = [(self.member_type, self.field, "0" if self.member_type == "int64_t" else None)]
+        out = [(self.member_type, self.field, "0" if self.saved_type == longT else None)]
         if self.kind in (TENSOR_LIST, OPT_TENSOR_LIST, SCALAR_LIST):
             # Set on release so that a second backward fails loudly instead of
             # seeing an empty list.
             out.append(("bool", f"{self.name}_released_", "false"))
         return out
+
+    @property
+    def includes(self) -> list[str]:
+        """Headers the members need beyond the prelude's."""
+        if self.saved_type == tensorGeometryT:
+            return ["#include <ATen/TensorGeometry.h>"]
+        if self.saved_type in _OPTIONAL_ARRAYS:
+            return ["#include <ATen/core/ivalue.h>"]
+        return []
 
     @property
     def release(self) -> list[str]:
@@ -102,22 +115,22 @@ class SavedSlot:
 def saved_slot(attr: SavedAttribute, is_output: bool) -> SavedSlot:
     """Raises ValueError for a type that would keep a dangling view."""
     t, n = attr.type, attr.name
-    if t in _TENSOR_TYPES or (t == "at::Scalar" and is_output):
-        return SavedSlot(n, TENSOR, is_output, "SavedVariable", f"{n}_", "at::Tensor")
-    if t in _TENSOR_LIST_TYPES:
-        return SavedSlot(n, TENSOR_LIST, is_output, "std::vector<SavedVariable>", f"{n}_",
-                         "std::vector<at::Tensor>")
-    if t == "c10::List<::std::optional<at::Tensor>>":
+    if t.is_tensor or (t == scalarT and is_output):
+        return SavedSlot(n, TENSOR, is_output, "SavedVariable", f"{n}_", "at::Tensor", t)
+    if t.is_optional_tensor_list:
         return SavedSlot(n, OPT_TENSOR_LIST, is_output, "std::vector<SavedVariable>", f"{n}_",
-                         "c10::List<std::optional<at::Tensor>>")
-    if t == "at::ArrayRef<at::Scalar>":
-        return SavedSlot(n, SCALAR_LIST, is_output, "std::vector<at::Scalar>", n, "std::vector<at::Scalar>")
-    owned = _OWNED.get(t, t)
-    low = owned.lower()
-    if "ref" in low or "view" in low or "*" in owned or "&" in owned:
-        raise ValueError(f"saved value '{n}' has type '{t}', which looks like a non-owning reference; "
+                         "c10::List<std::optional<at::Tensor>>", t)
+    if t.is_tensor_list:
+        return SavedSlot(n, TENSOR_LIST, is_output, "std::vector<SavedVariable>", f"{n}_",
+                         "std::vector<at::Tensor>", t)
+    if t == ArrayRefCType(scalarT):
+        return SavedSlot(n, SCALAR_LIST, is_output, "std::vector<at::Scalar>", n, "std::vector<at::Scalar>", t)
+    owned = _OWNED.get(t)
+    if owned is None and t.is_view:
+        raise ValueError(f"saved value '{n}' has type '{t}', a non-owning view; "
                          f"the autograd Function cannot store it")
-    return SavedSlot(n, PLAIN, is_output, owned, n, owned)
+    owned = owned or t.cpp_type()
+    return SavedSlot(n, PLAIN, is_output, owned, n, owned, t)
 
 
 def saved_slots(inputs: tuple[SavedAttribute, ...], outputs: tuple[SavedAttribute, ...]) -> list[SavedSlot]:
