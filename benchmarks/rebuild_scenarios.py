@@ -97,7 +97,8 @@ SCENARIOS = [
     Scenario("formula1_again", "the same formula edited again", ("formulas", FORMULA_1), (1, 0, 1), edited=1),
     Scenario("formula10", "10 formulas edited", ("formulas", FORMULA_10), (10, 0, None), edited=10),
     Scenario("schema", "1 native schema edited", ("schema",), (SCHEMA_FUNCTIONS, 0, None), edited=1),
-    Scenario("remove", "1 entry removed", ("remove",), (0, 1, 1), edited=1),  # its bucket
+    # its bucket, and the edit TU of units that go back into it
+    Scenario("remove", "1 entry removed", ("remove",), (0, 1, None), edited=1),
     Scenario("add", "1 entry added", ("add",), (1, 0, 1), edited=1),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}

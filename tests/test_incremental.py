@@ -234,6 +234,33 @@ def test_unity_sources_are_the_buckets(specs):
     assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
 
 
+def test_without_override_an_edit_rewrites_its_bucket(specs):
+    scenarios.BY_NAME["formula"].apply(specs.root)
+    r = specs.update(override=False)
+    assert r.layout.alone == ("ScaleBackward0",) and r.layout.shadowed == ()
+    with open(os.path.join(specs.out, scenarios.BUCKET)) as f:
+        assert "ScaleBackward0" not in f.read()   # nothing is left to override
+
+
+def test_shadowed_text_stays_until_the_bucket_is_damaged(specs):
+    bucket = os.path.join(specs.out, scenarios.BUCKET)
+    with open(bucket) as f:
+        cold = f.read()
+    scenarios.BY_NAME["formula"].apply(specs.root)
+    r = specs.update()
+    assert r.layout.shadowed == ("ScaleBackward0",)
+    with open(bucket) as f:
+        assert f.read() == cold and "grad * alpha * 2" not in cold   # the old formula, overridden
+    with open(bucket, "a") as f:
+        f.write("// edited by hand\n")
+    r = specs.update()
+    assert r.reasons == {} and r.layout.alone == r.layout.shadowed == ()   # it went back in
+    with open(bucket) as f:
+        text = f.read()
+    assert "grad * alpha * 2" in text and "by hand" not in text
+    assert r.sources == [scenarios.BUCKET]
+
+
 KILLER = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})

@@ -53,8 +53,8 @@ def test_a_miss_where_a_hit_is_due_is_flagged(tiny_checkout, tmp_path, broken):
 def test_report_parsing_reads_op_kernels_and_counts():
     line = ("autograd_functions: build/example/gen: 11 Functions + 13 op kernels: 1 regenerated, 23 unchanged, "
             "0 removed; derivatives entry changed: 3 (ScaleBackward0, myops::scale, myops::scale_); "
-            "2 re-rendered identical, left untouched; compiled as 2 buckets + 1 on its own (ScaleBackward0); "
-            "1 compiled (0 buckets, 1 on its own)")
+            "2 re-rendered identical, left untouched; compiled as 2 buckets + 1 unit in 1 edit TU "
+            "(ScaleBackward0), 1 overriding its old text in a bucket; 1 compiled (0 buckets, 1 other TU)")
     rep = counts.parse_report("scons: x\n" + line + "\n")
     assert (rep["functions"], rep["regenerated"], rep["removed"], rep["identical"], rep["recompiled"]) == \
         (24, 1, 0, 2, 1)
