@@ -41,7 +41,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     from .emit.options import EmitOptions
     from .incremental import Request, update
-    from .lock import lock_folder
+    from .lock import lock_folder, remove_made_folder
     from .report import foreign_line, layout_line, report
 
     try:
@@ -51,9 +51,14 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    lock_folder(args.out, say=lambda m: print(m, file=sys.stderr, flush=True))
-    result = update(args.out, args.native_functions, args.derivatives, args.tags,
-                    Request(opts, unity=args.unity, jobs=args.jobs, override=args.override))
+    made = lock_folder(args.out, say=lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        result = update(args.out, args.native_functions, args.derivatives, args.tags,
+                        Request(opts, unity=args.unity, jobs=args.jobs, override=args.override))
+    except BaseException:
+        if made:
+            remove_made_folder(args.out)
+        raise
     if result.warning:
         print(f"warning: {result.warning}", file=sys.stderr)
     if result.foreign:

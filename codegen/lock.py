@@ -17,13 +17,14 @@ _held: dict[str, int] = {}   # folder -> fd, for the life of the process
 
 
 def lock_folder(out_dir: str, wait: bool = True,
-                say: Optional[Callable[[str], None]] = None) -> None:
-    """Hold the folder's lock until the process exits.  If another process
-    holds it: say so and wait, or (wait=False) raise BlockingIOError with
-    a message naming it."""
+                say: Optional[Callable[[str], None]] = None) -> bool:
+    """Hold the folder's lock until the process exits; True if the folder
+    was made for it.  If another process holds it: say so and wait, or
+    (wait=False) raise BlockingIOError with a message naming it."""
     out_dir = os.path.abspath(out_dir)
     if out_dir in _held:
-        return
+        return False
+    made = not os.path.isdir(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, LOCK)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -42,6 +43,20 @@ def lock_folder(out_dir: str, wait: bool = True,
         os.close(fd)
         raise
     _held[out_dir] = fd
+    return made
+
+
+def remove_made_folder(out_dir: str) -> None:
+    """After a failed first update: the folder `lock_folder` made holds
+    nothing but the lock, and bad input must leave nothing behind."""
+    out_dir = os.path.abspath(out_dir)
+    try:
+        if os.listdir(out_dir) == [LOCK]:
+            os.unlink(os.path.join(out_dir, LOCK))
+            os.rmdir(out_dir)
+            os.close(_held.pop(out_dir))
+    except (OSError, KeyError):
+        pass
 
 
 def _holder(inode: int) -> str:

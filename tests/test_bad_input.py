@@ -120,3 +120,17 @@ def test_missing_file(tmp_path, capsys):
     rc = main(["infos", "--native-functions", str(tmp_path / "nope.yaml"), "--derivatives", str(tmp_path / "d.yaml")])
     assert rc == 1
     assert "nope.yaml: cannot read file" in capsys.readouterr().err
+
+
+def test_bad_input_on_a_first_generate_leaves_no_folder(tmp_path, capsys):
+    (tmp_path / "nf.yaml").write_text(NATIVE)
+    (tmp_path / "d.yaml").write_text("- name: [unclosed\n")
+    out = tmp_path / "deep" / "gen"
+    rc = main(["generate", "--native-functions", str(tmp_path / "nf.yaml"), "--derivatives",
+               str(tmp_path / "d.yaml"), "--out", str(out)])
+    assert rc == 1 and "d.yaml:" in capsys.readouterr().err
+    assert not out.exists()
+    out.mkdir(parents=True)   # a folder that was there stays
+    assert main(["generate", "--native-functions", str(tmp_path / "nf.yaml"), "--derivatives",
+                 str(tmp_path / "d.yaml"), "--out", str(out)]) == 1
+    assert out.is_dir()

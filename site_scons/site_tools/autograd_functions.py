@@ -117,7 +117,7 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
     _import_codegen()
     from codegen import incremental
     from codegen.errors import SpecError, os_error_line
-    from codegen.lock import lock_folder
+    from codegen.lock import lock_folder, remove_made_folder
     from codegen.manifest import MANIFEST, read_manifest
     dry = bool(SCons.Script.GetOption("no_exec"))
     request = _request(env, outdir, namespace, unity, includes, kernels, dry)
@@ -134,14 +134,15 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
         nodes = [_no_duplicate(out.File(r)) for r in (m.sources if m else [])]
         env.Clean(nodes or [out], out)
         return nodes, None
+    made = False
     try:
         if not dry:
-            lock_folder(out.abspath, say=lambda m: print(f"scons: {m}", flush=True))
+            made = lock_folder(out.abspath, say=lambda m: print(f"scons: {m}", flush=True))
         result = incremental.update(out.abspath, *paths, request=request)
-    except SpecError as e:
-        _fail(str(e))
-    except OSError as e:
-        _fail(f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
+    except (SpecError, OSError) as e:
+        if made:  # bad input on a first build leaves no folder behind
+            remove_made_folder(out.abspath)
+        _fail(str(e) if isinstance(e, SpecError) else f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
     if result.warning:
         sys.stderr.write(f"scons: warning: {result.warning}\n")
     nodes = [_no_duplicate(out.File(r)) for r in result.sources]
