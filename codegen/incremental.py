@@ -22,7 +22,7 @@ from typing import Callable, Optional
 from .emit.options import EmitOptions
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import FOLDER as UNITY_FOLDER, Layout, plan
-from .unity_files import bucket_index, render_buckets, render_edit_tus
+from .unity_files import bucket_file, bucket_index, render_buckets, render_edit_tus
 from .unity_files import sources as layout_sources
 from .manifest import MANIFEST, Manifest, discard_manifest, read_manifest, write_manifest
 from .units import FOLDERS, Kind, Unit
@@ -209,7 +209,7 @@ class _State:
         for rel, text in shared.items():
             files[rel], owner[rel] = text, ""
         for i in set(range(layout.buckets)) - p.rewrite:  # kept as they are, old text and all
-            owner[f"{UNITY_FOLDER}/bucket_{i}.cpp"] = ""
+            owner[bucket_file(i)] = ""
         result = Result(self.out_dir, names, {k.name: k.kind for k in keys},
                         layout_sources(units, layout), layout, removed=removed, reasons=reasons,
                         keys={k.name: k.key for k in keys}, parsed=True, warning=self.warning,
