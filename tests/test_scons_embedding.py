@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+from codegen.layout import slot_of
+
 from scons_helpers import REPO, compiled, edit, linked, report, scons
 
 pytestmark = pytest.mark.compile  # the host project builds with g++
@@ -92,7 +94,9 @@ def test_host_project_no_op_then_one_edit_recompiles_one_object(host):
     assert "0 regenerated, 2 unchanged, 0 removed; inputs unchanged" in report(out)[0]
     edit(os.path.join(host, "ext", "spec", "derivatives.yaml"), "grad * alpha", "alpha * grad")
     out = scons(host, "-j2").stdout
-    # First edit: the Function on its own and the bucket it left; own.os only
-    # includes the unchanged header.
-    assert compiled(out) == ["ScaleBackward0.os", "bucket_0.os"]
-    assert linked(out, "libhostops.so") == ["ScaleBackward0.os", "bucket_0.os", "own.os"]
+    # First edit: the Function's edit TU only (its header is unchanged: its
+    # old text in the bucket is overridden at link); own.os only includes
+    # the unchanged header.
+    edit_tu = f"edited_{slot_of('ScaleBackward0', 2)}.os"   # -j2: two edit TUs
+    assert compiled(out) == [edit_tu]
+    assert linked(out, "libhostops.so") == sorted([edit_tu, "bucket_0.os", "own.os"])
