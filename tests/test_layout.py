@@ -154,3 +154,20 @@ def test_parse_unity_rejects(bad):
 
 def test_parse_unity():
     assert parse_unity("auto") is None and parse_unity("0") == 0 and parse_unity(7) == 7
+
+
+@pytest.mark.parametrize("bad", [
+    {"request": None, "buckets": 2, "alone": [], "shadowed": [], "slots": 0},          # no edit TU
+    {"request": None, "buckets": 2, "alone": [], "shadowed": ["A"], "slots": 2},       # shadowed, not out
+    {"request": None, "buckets": -1, "alone": [], "shadowed": [], "slots": 2},
+    {"request": None, "buckets": 2, "alone": "A", "shadowed": [], "slots": 2},
+    {"request": None, "buckets": 2, "alone": [], "slots": 2},                          # format 2's
+])
+def test_damaged_layout_section_is_refused(bad):
+    with pytest.raises(ValueError, match="bad layout section"):
+        Layout.from_json(bad)
+
+
+def test_layout_round_trips():
+    lay = Layout(None, 3, ("A", "B"), ("B",), slots=2)
+    assert Layout.from_json(lay.to_json()) == lay
