@@ -21,8 +21,9 @@ from typing import Callable, Optional
 
 from .emit.options import EmitOptions
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
-from .layout import FOLDER as UNITY_FOLDER, Layout, plan
-from .unity_files import bucket_file, bucket_index, render_buckets, render_edit_tus
+from .layout import FOLDER as UNITY_FOLDER, Layout, bucket_of, plan
+from .unity_files import (bucket_file, bucket_index, included, included_by_members, render_buckets,
+                          render_edit_tus)
 from .unity_files import sources as layout_sources
 from .manifest import MANIFEST, Manifest, discard_manifest, read_manifest, write_manifest
 from .units import FOLDERS, Kind, Unit
@@ -166,6 +167,22 @@ class _State:
             return "native function changed"
         return "derived info changed"  # e.g. tags, or a foreach/view_copy source
 
+    def stale_buckets(self, units: list[Unit], headers: set) -> set:
+        """Buckets holding a shadowed unit's old text that includes one of `headers`."""
+        lay, source = self.old.layout, {u.name: u.source for u in units}
+        out = set()
+        for b in {bucket_of(s, lay.buckets) for s in lay.shadowed if s in source}:
+            try:
+                with open(os.path.join(self.out_dir, bucket_file(b)), encoding="utf-8") as f:
+                    members = included_by_members(f.read())
+            except OSError:
+                out.add(b)  # gone: rewritten anyway
+                continue
+            if any(members.get(source[s], set()) & headers for s in lay.shadowed
+                   if s in source and bucket_of(s, lay.buckets) == b):
+                out.add(b)
+        return out
+
     def render(self, units: list[Unit], keys: list[UnitKey], request: Request,
                render: Renderer) -> tuple[dict, dict, Result]:
         """Render in memory first: an emission error must leave the tree as it was."""
@@ -189,11 +206,16 @@ class _State:
         reasons.update((n, "no longer in the specs") for n in removed)
         trusted = old is not None and (old.generator, old.options) == (self.generator, self.options)
         edited = [n for n, why in reasons.items() if why.startswith(_EDITS) and n in changed]
-        # Shadowing a Function keeps its old text in the bucket: only if its
-        # header, which the rest of the bucket sees too, is unchanged.
-        keep = [u.name for u in units if request.override and u.kind is Kind.FUNCTION
-                and changed.get(u.name) == {u.source}]
+        # Shadowing a unit keeps its old text in its bucket, which SCons
+        # recompiles if a header that text includes changes: so only units
+        # whose .cpp alone changed and whose generated headers did not; and
+        # a bucket whose old text includes a changed header is rewritten.
+        headers = {rel for rel in files if rel.endswith(".h")}
+        keep = [u.name for u in units if request.override and changed.get(u.name) == {u.source}
+                and not included(u.source, texts[u.name][u.source]) & headers]
         damaged = {bucket_index(r) for r in self.dirty} - {None}
+        if headers and trusted and old.layout.shadowed:
+            damaged |= self.stale_buckets(units, headers)
         p = plan(request.unity, names, request.jobs, old.layout if trusted else None,
                  self.old_keys, edited, keep=keep, damaged=damaged)
         layout = p.layout

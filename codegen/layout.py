@@ -10,12 +10,14 @@ Units being edited compile out of their buckets, in the edit TUs
 (`unity/edited_<j>.cpp`, at most one per job), as Unreal Build Tool's
 adaptive unity build does for the files being worked on.  Where the linker
 can take the first of two definitions (`override`: GNU ld, gold, lld, mold
-with `--allow-multiple-definition`, edit TUs linked first), an edited
-Function whose header did not change leaves its old text in its bucket,
-*shadowed*: the bucket is not recompiled at all, and the edit costs its
-edit TU only.  Otherwise (an op kernel, whose registration runs at load; a
-changed header; a removal) its bucket is rewritten and recompiled once.  A
-unit goes back into its bucket only when that bucket is rewritten anyway.
+with `--allow-multiple-definition`, edit TUs linked first), an edited unit
+whose header did not change leaves its old text in its bucket, *shadowed*:
+the bucket is not recompiled at all, and the edit costs its edit TU only
+(an op kernel registers through one overridable function, run once:
+emit/registration.py).  Otherwise (a changed header, which the rest of the
+bucket was compiled against; a removal) its bucket is rewritten and
+recompiled once.  A unit goes back into its bucket only when that bucket is
+rewritten anyway.
 
 The bucket count, when not pinned, is chosen once, on a build without a
 trusted layout, and then kept, so that changing `-j` never reshuffles:

@@ -36,6 +36,23 @@ def _from_unity(source: str, path: str) -> str:
     return posixpath.relpath(target, FOLDER)
 
 
+def included(source: str, text: str) -> set[str]:
+    """The files `source`'s text includes with quotes, relative to the output folder."""
+    return {posixpath.normpath(posixpath.join(posixpath.dirname(source), m.group(2)))
+            for m in _QUOTED_INCLUDE.finditer(text)}
+
+
+def included_by_members(bucket_text: str) -> dict[str, set[str]]:
+    """{member source: what its text in this bucket file includes}, both
+    relative to the output folder: what a shadowed unit's old text needs."""
+    out = {}
+    for chunk in bucket_text.split('\n#line 1 "')[1:]:
+        path, _, body = chunk.partition('"\n')
+        source = posixpath.normpath(posixpath.join(FOLDER, path))
+        out[source] = included(bucket_file(0), body)   # respelled relative to unity/
+    return out
+
+
 def inline(unit: Unit, text: str) -> str:
     """A unit's `.cpp` text as it stands in a bucket."""
     body = _QUOTED_INCLUDE.sub(lambda m: f'{m.group(1)}"{_from_unity(unit.source, m.group(2))}"', text)

@@ -20,6 +20,11 @@ OPTS = EmitOptions(namespace="ext::autograd")
 DERIVATIVES = "- name: twice(Tensor self, Scalar alpha, int[] dims) -> Tensor\n  self: grad * 2\n"
 
 
+
+def registered(cpp):
+    """(dispatch key, op, kernel) of each registration in a generated op kernel file."""
+    return re.findall(r'(\w+)_lib\.impl\("([\w.]+)", TORCH_FN\(([\w:]+)\)\);', cpp)
+
 def render(tmp_path, native, derivatives=DERIVATIVES):
     nf, dv = tmp_path / "native_functions.yaml", tmp_path / "derivatives.yaml"
     nf.write_text(native)
@@ -42,26 +47,28 @@ def test_header_declares_each_kernel_with_the_dispatcher_signature(tmp_path):
     assert h.count("twice_dense(") == 1  # one declaration for two keys
     cpp = files["ops/ext_twice.cpp"]
     assert '#include "ext_twice.h"' in cpp
-    for key, fn in (("CPU", "twice_dense"), ("CUDA", "twice_dense"), ("Meta", "twice_meta"),
-                    ("Autograd", "ext::autograd::ext_twice_autograd")):
-        fn = fn if "::" in fn else f"ext::native::{fn}"
-        assert f'TORCH_LIBRARY_IMPL(ext, {key}, m) {{\n  m.impl("twice", TORCH_FN({fn}));\n}}' in cpp
+    assert sorted(registered(cpp)) == sorted([
+        ("Autograd", "twice", "ext_twice_autograd"), ("CPU", "twice", "::ext::native::twice_dense"),
+        ("CUDA", "twice", "::ext::native::twice_dense"), ("Meta", "twice", "::ext::native::twice_meta")])
+    for key in ("CPU", "CUDA", "Meta", "Autograd"):
+        assert (f'static torch::Library {key}_lib(torch::Library::IMPL, "ext", c10::DispatchKey::{key}, '
+                '__FILE__, __LINE__);') in cpp
 
 
 def test_composite_explicit_autograd_keeps_the_autograd_kernel(tmp_path):
     files = render(tmp_path, TWICE + "  dispatch:\n    CompositeExplicitAutograd: twice\n")
     cpp = files["ops/ext_twice.cpp"]
-    assert "TORCH_LIBRARY_IMPL(ext, CompositeExplicitAutograd, m)" in cpp
-    assert "TORCH_LIBRARY_IMPL(ext, Autograd, m)" in cpp and "TwiceBackward0" in cpp
+    assert [k for k, _, _ in registered(cpp)] == ["Autograd", "CompositeExplicitAutograd"]
+    assert "TwiceBackward0" in cpp
 
 
 def test_composite_implicit_autograd_gets_no_autograd_kernel(tmp_path):
     files = render(tmp_path, "- func: ext::sq(Tensor self) -> Tensor\n  dispatch:\n"
                              "    CompositeImplicitAutograd: sq\n", derivatives="[]\n")
     cpp = files["ops/ext_sq.cpp"]
-    assert "(ext, Autograd," not in cpp and "_autograd(" not in cpp
-    assert 'm.def("sq(Tensor self) -> Tensor");' in cpp
-    assert "TORCH_LIBRARY_IMPL(ext, CompositeImplicitAutograd, m)" in cpp
+    assert " Autograd_lib" not in cpp and "_autograd(" not in cpp
+    assert 'def_lib.def("sq(Tensor self) -> Tensor");' in cpp
+    assert registered(cpp) == [("CompositeImplicitAutograd", "sq", "::ext::native::sq")]
     assert "at::Tensor sq(const at::Tensor & self);" in files["ops/ext_sq.h"]
 
 
@@ -69,7 +76,7 @@ def test_without_dispatch_nothing_changes(tmp_path):
     files = render(tmp_path, TWICE)
     assert sorted(p for p in files if p.startswith("ops/")) == ["ops/ext_twice.cpp"]
     cpp = files["ops/ext_twice.cpp"]
-    assert re.findall(r"TORCH_LIBRARY_IMPL\(ext, (\w+)", cpp) == ["Autograd"]
+    assert [k for k, _, _ in registered(cpp)] == ["Autograd"]
     assert "ext::native" not in cpp
 
 

@@ -50,7 +50,8 @@ def test_functional_kernel_saves_exactly_the_members_its_function_declares(units
         saved = {a.name for a in unit.info.all_saved_inputs + unit.info.all_saved_outputs}
         assert {m.rstrip("_") if m.endswith("_") and m[:-1] in saved else m for m in assigned
                 if not m.endswith("_size_")} == saved, op
-        assert f"TORCH_LIBRARY_FRAGMENT(myops, m)" in body and "TORCH_LIBRARY_IMPL(myops, Autograd, m)" in body
+        assert f'def_lib.def("{unit.func.func}");' in body
+        assert re.search(rf'Autograd_lib\.impl\("[\w.]+", TORCH_FN\({unit.stem}_autograd\)\);', body)
 
 
 def test_multi_output_kernel_connects_only_differentiable_outputs(units):
@@ -65,7 +66,8 @@ def test_inplace_kernel_checks_bumps_the_version_and_rebases(units):
                                      "increment_version(self);", "rebase_history(flatten_tensor_args(self), grad_fn);")]
     assert order == sorted(order)
     # The example's in-place variant returns nothing (`-> ()`, PyTorch 2's custom-op style).
-    assert "void myops_scale__autograd(at::Tensor & self" in body and "return" not in body
+    kernel = body.split("void myops_scale__autograd(")[1].split("\n}\n")[0]
+    assert kernel.startswith("at::Tensor & self") and "return" not in kernel
 
 
 def test_out_kernel_refuses_inputs_that_require_grad(units):

@@ -6,7 +6,7 @@ import pytest
 from codegen.layout import (MAX_ALONE, Layout, bucket_count, bucket_of, cold, parse_unity, plan,
                             slot_of, where)
 from codegen.units import Kind, Unit
-from codegen.unity_files import inline, render_buckets, render_edit_tus, sources
+from codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, sources
 
 NAMES = [f"Op{i}Backward0" for i in range(40)]
 
@@ -171,3 +171,15 @@ def test_damaged_layout_section_is_refused(bad):
 def test_layout_round_trips():
     lay = Layout(None, 3, ("A", "B"), ("B",), slots=2)
     assert Layout.from_json(lay.to_json()) == lay
+
+
+def test_what_a_members_old_text_includes_is_read_back_from_its_bucket():
+    k = Unit(Kind.KERNEL, "ns::k", "ns_k", None)
+    f = Unit(Kind.FUNCTION, "KBackward0", "KBackward0", None)
+    texts = {k.name: '#include "../functions/KBackward0.h"\n#include <torch/library.h>\nint k;\n',
+             f.name: '#include "KBackward0.h"\n#include "../prelude_impl.h"\nint f;\n'}
+    assert included(k.source, texts[k.name]) == {"functions/KBackward0.h"}
+    assert included(f.source, texts[f.name]) == {"functions/KBackward0.h", "prelude_impl.h"}
+    bucket = render_buckets([k, f], Layout(None, 1), [0], lambda u: texts[u.name])["unity/bucket_0.cpp"]
+    assert included_by_members(bucket) == {"ops/ns_k.cpp": {"functions/KBackward0.h"},
+                                           "functions/KBackward0.cpp": {"functions/KBackward0.h", "prelude_impl.h"}}

@@ -162,3 +162,36 @@ def test_editing_one_formula_recompiles_its_edit_tu_only_and_changes_the_gradien
                            os.path.join(root, LIB)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["ScaleBackward0", "[5.0]"]
+
+
+RELOADED_CUBE = """
+import sys, torch
+import torch.autograd.forward_ad as fwAD
+sys.path.insert(0, sys.argv[1])
+import myops
+ops = myops.load(sys.argv[2])
+x = torch.tensor([2.0], dtype=torch.double, requires_grad=True)
+ops.cube(x).backward()
+with fwAD.dual_level():
+    d = fwAD.make_dual(torch.tensor([2.0], dtype=torch.double), torch.ones(1, dtype=torch.double))
+    tangent = fwAD.unpack_dual(ops.cube(d)).tangent
+print(x.grad.item(), tangent.item())
+"""
+
+
+def test_an_edited_op_kernel_overrides_its_old_copy_and_registers_once(cold, cache, ops):
+    # cube's forward formula derives from its backward one: the edit changes
+    # its Function's .cpp and its op kernel's, neither header.  Both compile
+    # in edit TUs; their buckets keep the old copies, overridden at link,
+    # registration included (it would fail on load if it ran twice).
+    root, _ = cold
+    edit(os.path.join(root, "specs", "derivatives.yaml"), "self: 3 * grad * self.pow(2)",
+         "self: 3 * grad * self.pow(2) * 2")
+    out = scons(root, *ARGS, f"CACHEDIR={cache}").stdout
+    assert compiled(out) == sorted({f"edited_{slot_of(u, 2)}.os"
+                                    for u in ("ScaleBackward0", "CubeBackward0", "myops::cube")})
+    assert "3 overriding their old text" in report(out)[0]
+    proc = subprocess.run([sys.executable, "-c", RELOADED_CUBE, os.path.join(root, "specs", "python"),
+                           os.path.join(root, LIB)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["24.0", "24.0"]   # d(x^3)/dx at 2 is 12, now doubled

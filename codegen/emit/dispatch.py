@@ -10,7 +10,7 @@ namespace `<ns>::native` (like ATen's `at::native`); several keys may share
 one line (`CPU, CUDA: kernel`).  For such a function the op's generated TU
 (emit/kernels.py) also writes `ops/<stem>.h`, declaring every named kernel
 with the dispatcher's C++ signature (what ATen's NativeFunctions.h is for
-ATen), and registers each kernel under its key (`TORCH_LIBRARY_IMPL`), so
+ATen), and registers each kernel under its key (a `torch::Library` IMPL), so
 the hand-written code only defines the kernels.  A CompositeImplicitAutograd
 kernel is differentiated through what it calls: its op gets no Autograd
 kernel.  A function without `dispatch:` is left as before: the hand-written
@@ -120,13 +120,9 @@ def declarations(f: NativeFunction, d: Dispatch, signature: tuple[str, str]) -> 
         f"namespace {f.namespace}::native {{", ""] + decls + ["", f"}}  // namespace {f.namespace}::native", ""])
 
 
-def registrations(f: NativeFunction, d: Dispatch) -> list[str]:
-    """TORCH_LIBRARY_IMPL blocks registering each kernel under its key."""
-    out = []
-    for key, name in d.kernels:
-        out += [f"TORCH_LIBRARY_IMPL({f.namespace}, {key}, m) {{",
-                f'  m.impl("{f.func.name}", TORCH_FN({f.namespace}::native::{name}));', "}", ""]
-    return out
+def registrations(f: NativeFunction, d: Dispatch) -> list[tuple[str, str]]:
+    """(dispatch key, kernel) for each hand-written kernel of `f`."""
+    return [(key, f"::{f.namespace}::native::{name}") for key, name in d.kernels]
 
 
 def refuse_aliasing(f: NativeFunction) -> None:

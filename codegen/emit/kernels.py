@@ -3,8 +3,7 @@
 For ATen ops libtorch already has both; for the ops of an extension (any
 namespace but `aten`) this writes what PyTorch's VariableType does for
 ATen: per native function, one translation unit `ops/<ns>_<name>.cpp` that
-declares the schema (`TORCH_LIBRARY_FRAGMENT`) and registers an Autograd
-kernel which creates the op's autograd Function, saves what its info says
+declares the schema and registers an Autograd kernel (registration.py) which creates the op's autograd Function, saves what its info says
 (inputs before the call, outputs after), connects the graph and redispatches
 below autograd to the backend kernels the extension wrote by hand.
 
@@ -25,6 +24,7 @@ from ..model import FUNCTIONAL, INPLACE, OUT, Argument
 from ..native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
 from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, registrations
+from .registration import registration
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
 
@@ -99,13 +99,14 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
         lines = head[:1] + [f"// Registration of {f.namespace}::{fs} (differentiated through its "
                             f"CompositeImplicitAutograd kernel)", "", f'#include "{unit.stem}.h"',
                             "#include <torch/library.h>", ""]
-        files[unit.path] = "\n".join(lines + _define(f) + registrations(f, dispatch))
+        files[unit.path] = "\n".join(lines + registration(unit, opts, registrations(f, dispatch)))
         return files
     lines = head + _autograd_kernel(unit, opts, ret, params, decl)
+    impls = [("Autograd", f"{unit.stem}_autograd")]
     if dispatch is not None:
         lines.insert(3, f'#include "{unit.stem}.h"')
-        lines += registrations(f, dispatch)
-    files[unit.path] = "\n".join(lines)
+        impls += registrations(f, dispatch)
+    files[unit.path] = "\n".join(lines + registration(unit, opts, impls))
     return files
 
 
@@ -117,10 +118,6 @@ def _signature(f: NativeFunction) -> tuple[str, list[str]]:
             for r in fs.returns]
     ret = "void" if not rets else rets[0] if len(rets) == 1 else f"::std::tuple<{','.join(rets)}>"
     return ret, params
-
-
-def _define(f: NativeFunction) -> list[str]:
-    return [f"TORCH_LIBRARY_FRAGMENT({f.namespace}, m) {{", f"  m.def({_cpp_string(str(f.func))});", "}", ""]
 
 
 def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list[str], decl: str) -> list[str]:
@@ -153,8 +150,7 @@ def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list
     lines += ["", f"{ret} {fn}({decl}) {{"]
     lines += ["  " + b if b else "" for b in _body(unit, info, params, ret, fw)]
     lines += ["}", "", "}  // namespace", f"}}  // namespace {opts.namespace}", ""]
-    return lines + _define(f) + [f"TORCH_LIBRARY_IMPL({f.namespace}, Autograd, m) {{",
-                                 f'  m.impl("{f.func.name}", TORCH_FN({opts.namespace}::{fn}));', "}", ""]
+    return lines
 
 
 def _handle(func: NativeFunction) -> str:
@@ -303,7 +299,3 @@ def _param_type(f: NativeFunction, a: Argument) -> str:
     """The dispatcher's (faithful) C++ type of one argument."""
     return argument_type(a.type, mutable=a.is_write, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
                          ilistref=f.part_of_structured_group).cpp_type()
-
-
-def _cpp_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

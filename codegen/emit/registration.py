@@ -1,0 +1,42 @@
+"""How an op kernel file registers its op: the schema and each kernel.
+
+Not with `TORCH_LIBRARY_FRAGMENT`/`TORCH_LIBRARY_IMPL`, whose static
+initialisers run once per copy of the file linked in: while an edited op
+kernel is compiled in an edit TU, its old text may stay in its bucket, the
+edit TU's definitions overriding it at link (codegen/layout.py), and both
+copies' initialisers would register.  Here the registration is a function
+of external linkage, `register_<stem>()`, run once behind a static guard;
+each copy's initialiser calls it, and the linker keeps one definition, the
+edit TU's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .options import EmitOptions
+
+
+def _cpp_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> list[str]:
+    """`unit`'s registration: its schema, and each (dispatch key, kernel) of `impls`."""
+    f = unit.func
+    ns = _cpp_string(f.namespace)
+    libs = [f"  static torch::Library def_lib(torch::Library::FRAGMENT, {ns}, std::nullopt, __FILE__, __LINE__);"]
+    calls = [f"    def_lib.def({_cpp_string(str(f.func))});"]
+    for key, fn in impls:
+        libs.append(f"  static torch::Library {key}_lib(torch::Library::IMPL, {ns}, c10::DispatchKey::{key}, "
+                    "__FILE__, __LINE__);")
+        calls.append(f"    {key}_lib.impl({_cpp_string(str(f.func.name))}, TORCH_FN({fn}));")
+    return [f"namespace {opts.namespace} {{", "",
+            "// Registers once, however many copies of this file are linked in: an edited",
+            "// copy in an edit TU overrides an old one left in its bucket, and the linker",
+            "// keeps one definition of this function, which both copies' initialisers call.",
+            f"void register_{unit.stem}() {{", *libs,
+            "  static const bool registered = [] {", *calls, "    return true;", "  }();",
+            "  (void)registered;", "}", "",
+            "namespace {", f"const bool {unit.stem}_registered = (register_{unit.stem}(), true);",
+            "}  // namespace", "", f"}}  // namespace {opts.namespace}", ""]
