@@ -43,7 +43,7 @@ class Request:
     jobs: int = 1                  # parallel compiles (for the automatic count)
     dry_run: bool = False
     # The caller links the edit TUs first with --allow-multiple-definition
-    # (layout.py): an edited Function can then leave its bucket unrecompiled.
+    # (layout.py): an edited unit can then leave its bucket unrecompiled.
     override: bool = False
 
 

@@ -17,7 +17,7 @@ builds of one tree never interleave.
 
 `unity='auto'` (default) picks the bucket count from the number of units
 and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  The TUs
-come in link order: while an edited Function overrides its old text in a
+come in link order: while an edited unit overrides its old text in a
 bucket, `$AUTOGRAD_OVERRIDE_LINKFLAGS` is appended to `SHLINKFLAGS` of the
 calling environment (`AUTOGRAD_OVERRIDE=False` turns that mode off).  With
 `pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
@@ -154,7 +154,7 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
             if not n.exists():
                 env.Command(n, [], SCons.Action.Action(_never_run, "would generate $TARGET"))
     if result.layout.shadowed:
-        # Edited Functions whose old text stays in their (not recompiled)
+        # Edited units whose old text stays in their (not recompiled)
         # buckets: the edit TUs come first in `nodes`, and the linker takes
         # the first definition (codegen/layout.py).
         env.AppendUnique(SHLINKFLAGS=["$AUTOGRAD_OVERRIDE_LINKFLAGS"])
