@@ -14,8 +14,15 @@ import subprocess
 import sys
 import sysconfig
 
-_QUERY = ("import json, torch; print(json.dumps({'abi': int(torch._C._GLIBCXX_USE_CXX11_ABI), "
-          "'version': torch.__version__}))")
+# `cuda`: the CUDA version torch was built with (None for a CPU build);
+# `cuda_arches`: the architectures its own kernels were built for (read
+# without initialising CUDA); `gpus`: the visible GPUs' compute capabilities
+# (cuda_flags.py: the default TORCH_CUDA_ARCH_LIST, as cpp_extension's).
+_QUERY = ("import json, torch; c = torch.version.cuda; "
+          "print(json.dumps({'abi': int(torch._C._GLIBCXX_USE_CXX11_ABI), 'version': torch.__version__, "
+          "'cuda': c, 'cuda_arches': torch._C._cuda_getArchFlags().split() if c else [], "
+          "'gpus': ['%d.%d' % torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())] "
+          "if c else []}))")
 
 
 def _torch_dir():
@@ -32,13 +39,14 @@ def _stamp(root):
 
 
 def torch_facts(cache_path):
-    """{'root', 'abi', 'version'} of the installed torch, cached."""
+    """{'root', 'abi', 'version', 'cuda', 'cuda_arches', 'gpus'} of the
+    installed torch, cached (a cache written by another query is asked again)."""
     root = _torch_dir()
     stamp = _stamp(root)
     try:
         with open(cache_path) as f:
             cached = json.load(f)
-        if cached.get("stamp") == stamp:
+        if cached.get("stamp") == stamp and cached.get("query") == _QUERY:
             return cached["facts"]
     except (OSError, ValueError, KeyError, AttributeError):
         pass
@@ -47,7 +55,7 @@ def torch_facts(cache_path):
     os.makedirs(os.path.dirname(cache_path) or ".", exist_ok=True)
     tmp = f"{cache_path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"stamp": stamp, "facts": facts}, f)
+        json.dump({"stamp": stamp, "query": _QUERY, "facts": facts}, f)
     os.replace(tmp, cache_path)
     return facts
 
@@ -75,6 +83,18 @@ def python_abi():
     return f"{sys.implementation.name}-{version}{sysconfig.get_config_var('ABIFLAGS') or ''}"
 
 
+def include_dirs(facts):
+    """torch's and Python's header folders (C++ and CUDA TUs alike)."""
+    root = facts["root"]
+    return [os.path.join(root, "include"), os.path.join(root, "include", "torch", "csrc", "api", "include"),
+            sysconfig.get_paths()["include"]]
+
+
+def unsigned_includes(dirs):
+    """`-isystem` flags inside `$( $)`: see configure."""
+    return ["$("] + [x for i in dirs for x in ("-isystem", i)] + ["$)"]
+
+
 def configure(env, cache_path):
     """Add torch's headers, libraries and defines to `env`.
 
@@ -90,9 +110,7 @@ def configure(env, cache_path):
     """
     facts = torch_facts(cache_path)
     root = facts["root"]
-    incs = [os.path.join(root, "include"), os.path.join(root, "include", "torch", "csrc", "api", "include"),
-            sysconfig.get_paths()["include"]]
-    isystem = ["$("] + [x for i in incs for x in ("-isystem", i)] + ["$)"]
+    isystem = unsigned_includes(include_dirs(facts))
     libdir = os.path.join(root, "lib")
     env.Append(
         CXXFLAGS=["-std=c++20"] + isystem,

@@ -35,12 +35,18 @@ def clone(dst, torch_facts=True):
     return str(dst)
 
 
-def scons(cwd, *args, prelude="", check=True):
-    """Run SCons (this interpreter) in cwd; `prelude` is Python run first in
-    the same process (to inject faults)."""
-    cmd = [sys.executable, "-c", prelude + "\nimport sys\nfrom SCons.Script.Main import main\n"
+def scons(cwd, *args, prelude="", check=True, python=sys.executable, environ=None):
+    """Run SCons (`python`, by default this interpreter) in cwd; `prelude`
+    is Python run first in the same process (to inject faults); `environ`:
+    variables to set (None: unset) for it."""
+    cmd = [python, "-c", prelude + "\nimport sys\nfrom SCons.Script.Main import main\n"
            "sys.exit(main())", *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
+    for k, v in (environ or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"scons {' '.join(args)} exited {proc.returncode}\n"

@@ -8,6 +8,13 @@ copies' initialisers would register.  Here the registration is a function
 of external linkage, `register_<stem>()`, run once behind a static guard;
 each copy's initialiser calls it, and the linker keeps one definition, the
 edit TU's.
+
+A CUDA kernel is registered unless the build defines
+`AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS` (site_scons/cuda_flags.py does, when it
+leaves the `.cu` sources out: a CPU-only torch, `CUDA=0`): the registration
+would otherwise refer to a kernel no object defines.  Opt-out, not opt-in,
+so that a build that knows nothing of it keeps registering its CUDA kernels
+(and a missing one is a load error naming it, never a silent omission).
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from .options import EmitOptions
+
+WITHOUT_CUDA = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"  # site_scons/cuda_flags.py defines it
 
 
 def _cpp_string(s: str) -> str:
@@ -28,9 +37,13 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
     libs = [f"  static torch::Library def_lib(torch::Library::FRAGMENT, {ns}, std::nullopt, __FILE__, __LINE__);"]
     calls = [f"    def_lib.def({_cpp_string(str(f.func))});"]
     for key, fn in impls:
-        libs.append(f"  static torch::Library {key}_lib(torch::Library::IMPL, {ns}, c10::DispatchKey::{key}, "
-                    "__FILE__, __LINE__);")
-        calls.append(f"    {key}_lib.impl({_cpp_string(str(f.func.name))}, TORCH_FN({fn}));")
+        lib = [f"  static torch::Library {key}_lib(torch::Library::IMPL, {ns}, c10::DispatchKey::{key}, "
+               "__FILE__, __LINE__);"]
+        call = [f"    {key}_lib.impl({_cpp_string(str(f.func.name))}, TORCH_FN({fn}));"]
+        if key == "CUDA":
+            lib, call = _unless_without_cuda(lib), _unless_without_cuda(call)
+        libs += lib
+        calls += call
     return [f"namespace {opts.namespace} {{", "",
             "// Registers once, however many copies of this file are linked in: an edited",
             "// copy in an edit TU overrides an old one left in its bucket, and the linker",
@@ -40,3 +53,7 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
             "  (void)registered;", "}", "",
             "namespace {", f"const bool {unit.stem}_registered = (register_{unit.stem}(), true);",
             "}  // namespace", "", f"}}  // namespace {opts.namespace}", ""]
+
+
+def _unless_without_cuda(lines: list[str]) -> list[str]:
+    return [f"#ifndef {WITHOUT_CUDA}", *lines, f"#endif  // {WITHOUT_CUDA}"]
