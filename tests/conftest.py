@@ -8,6 +8,10 @@ Tiers (markers):
             fast tier; `python -m pytest -q` runs everything.
   slow      slow for another reason (large subprocess runs); still in the
             fast tier unless also `compile`, deselect with -m "not slow".
+  cuda      builds the example with nvcc against torch 2.14.1 (a CUDA build) in
+            a second venv (tests/test_cuda_tier.py; also `compile`): `-m cuda`
+            runs this tier alone; it skips, saying how to get them, without
+            that venv or nvcc.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
 def pytest_configure(config):
     config.addinivalue_line("markers", "compile: runs a real C++ compiler (deselect with -m \"not compile\")")
     config.addinivalue_line("markers", "slow: slow without compiling (deselect with -m \"not slow\")")
+    config.addinivalue_line("markers", "cuda: nvcc and torch 2.14.1 in a second venv (select with -m cuda)")
 
 
 @pytest.fixture(scope="session")

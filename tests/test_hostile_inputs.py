@@ -14,6 +14,7 @@ from scons_helpers import FAKE_CXX, REPO, clone, compiled, scons, tree
 from codegen.cli import main
 
 sys.path.insert(0, os.path.join(REPO, "site_scons"))
+import cuda_flags  # noqa: E402
 import torch_flags  # noqa: E402
 
 # ------------------------------------------------ compile signature facts
@@ -64,6 +65,38 @@ def test_install_folders_are_not_in_the_compile_signature(monkeypatch):
                                   include="/home/b/include/python3.11")
     assert elsewhere == base
     assert "/opt/a" not in base
+
+
+CUDA_TORCH = dict(TORCH, version="2.14.1+cu130", cuda="13.0", cuda_arches=["sm_80", "sm_90"], gpus=[])
+NVCC_ID = {"release": "13.0", "id": "V13.0.88_cuda_13.0.r13.0_compiler.36424714_0", "top": "/opt/cuda"}
+
+
+def nvcc_signature(monkeypatch, archs="8.0;9.0", nvcc=NVCC_ID, torch=CUDA_TORCH, home="/opt/cuda"):
+    """(signed .cu compile line, signed C++ compile line) of an env set up
+    by torch_flags and cuda_flags, with torch, nvcc and the toolkit faked."""
+    import SCons.Tool
+    monkeypatch.setattr(torch_flags, "torch_facts", lambda cache_path: dict(torch))
+    monkeypatch.setattr(cuda_flags, "nvcc_identity", lambda path: dict(nvcc))
+    monkeypatch.setattr(cuda_flags, "find_nvcc", lambda environ: f"{home}/bin/nvcc")
+    env = SCons.Environment.Environment(tools=["g++"], ENV={})
+    SCons.Tool.Tool("nvcc", toolpath=[os.path.join(REPO, "site_scons", "site_tools")])(env)
+    cuda_flags.configure(env, torch_flags.configure(env, "unused.json"), "auto", archs, environ={})
+    monkeypatch.undo()
+    return env.subst("$SHNVCCCOM", SCons.Subst.SUBST_SIG), env.subst("$SHCXXCOM", SCons.Subst.SUBST_SIG)
+
+
+def test_arches_nvcc_and_torch_are_in_the_nvcc_compile_signature(monkeypatch):
+    base, cxx = nvcc_signature(monkeypatch)
+    arch, arch_cxx = nvcc_signature(monkeypatch, archs="9.0")
+    assert arch != base and arch_cxx == cxx  # an arch change recompiles the .cu objects only
+    assert nvcc_signature(monkeypatch, nvcc=dict(NVCC_ID, id="V13.1.0_other"))[0] != base
+    assert nvcc_signature(monkeypatch, torch=dict(CUDA_TORCH, version="2.14.2+cu130"))[0] != base
+    # Every flag is signed; the install folders are not (a shared CacheDir keeps hitting).
+    for flag in ("-gencode=arch=compute_80,code=sm_80", "--expt-relaxed-constexpr", "-Xcompiler -fPIC",
+                 "-std=c++20", "-ccbin g++", "-D_GLIBCXX_USE_CXX11_ABI=1"):
+        assert flag in base
+    elsewhere = nvcc_signature(monkeypatch, torch=dict(CUDA_TORCH, root="/home/b/venv/torch"), home="/usr/cuda2")
+    assert elsewhere[0] == base and "/opt/" not in base
 
 
 # ---------------------------------------------------------- YAML aliases
