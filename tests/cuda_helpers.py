@@ -17,8 +17,8 @@ from spec_facts import REPO
 
 CUDA_TORCH = "2.14.1"
 # Where .ci/run creates (or reuses) that environment; AGF_CUDA_VENV overrides.
-DEFAULT_VENV = os.path.join(os.path.expanduser("~"), ".cache", "autograd-functions-scons",
-                            f"venv-torch{CUDA_TORCH}")
+DEFAULT_VENV = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                            "autograd-functions-scons", f"venv-torch{CUDA_TORCH}")
 CUDA_FACTS = {"cuda": "13.0", "cuda_arches": ["sm_75", "sm_80", "sm_90"], "gpus": []}
 
 
