@@ -28,20 +28,25 @@ unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535));
 }
 
-template <typename scalar_t>
-__global__ void cube_kernel(const scalar_t* in, scalar_t* out, int64_t n) {
+// The elementwise kernels: out[i] = f(in[i]), f a functor (device lambdas
+// would need nvcc's --extended-lambda).
+template <typename scalar_t, typename F>
+__global__ void map_kernel(const scalar_t* in, scalar_t* out, int64_t n, F f) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
-    const scalar_t x = in[i];
-    out[i] = x * x * x;
+    out[i] = f(in[i]);
   }
 }
 
 template <typename scalar_t>
-__global__ void soft_clip_kernel(const scalar_t* in, scalar_t* out, scalar_t beta, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
-    out[i] = tanh(beta * in[i]);
-  }
-}
+struct Cube {
+  __device__ scalar_t operator()(scalar_t x) const { return x * x * x; }
+};
+
+template <typename scalar_t>
+struct SoftClip {
+  scalar_t beta;
+  __device__ scalar_t operator()(scalar_t x) const { return tanh(beta * x); }
+};
 
 // One thread per row of the contiguous [rows, n] view.
 template <typename scalar_t>
@@ -55,43 +60,34 @@ __global__ void row_sum_kernel(const scalar_t* in, scalar_t* out, int64_t rows, 
   }
 }
 
-// An empty result of self's shape (contiguous), on self's device.
-at::Tensor empty_like_contiguous(const at::Tensor& x) {
-  return at::empty(x.sizes(), x.options());
+// F<scalar_t>{args...} applied to each element of self, into a new
+// contiguous tensor on self's device, on the current stream.
+template <template <typename> class F, typename... Args>
+at::Tensor map_elementwise(const at::Tensor& self, Args... args) {
+  const c10::cuda::CUDAGuard guard(self.device());
+  const at::Tensor x = self.contiguous();
+  at::Tensor out = at::empty(x.sizes(), x.options());
+  const int64_t n = x.numel();
+  if (n == 0) {
+    return out;
+  }
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "myops_cuda_elementwise", [&] {
+    map_kernel<<<blocks_for(n), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
+        x.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), n,
+        F<scalar_t>{static_cast<scalar_t>(args)...});
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return out;
 }
 
 }  // namespace
 
 at::Tensor cube_cuda(const at::Tensor& self) {
-  const c10::cuda::CUDAGuard guard(self.device());
-  const at::Tensor x = self.contiguous();
-  at::Tensor out = empty_like_contiguous(x);
-  const int64_t n = x.numel();
-  if (n == 0) {
-    return out;
-  }
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "cube_cuda", [&] {
-    cube_kernel<scalar_t><<<blocks_for(n), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-        x.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), n);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  return out;
+  return map_elementwise<Cube>(self);
 }
 
 at::Tensor soft_clip_cuda(const at::Tensor& self, double beta) {
-  const c10::cuda::CUDAGuard guard(self.device());
-  const at::Tensor x = self.contiguous();
-  at::Tensor out = empty_like_contiguous(x);
-  const int64_t n = x.numel();
-  if (n == 0) {
-    return out;
-  }
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "soft_clip_cuda", [&] {
-    soft_clip_kernel<scalar_t><<<blocks_for(n), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-        x.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), static_cast<scalar_t>(beta), n);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  return out;
+  return map_elementwise<SoftClip>(self, beta);
 }
 
 at::Tensor row_sum_cuda(const at::Tensor& self) {
