@@ -109,10 +109,7 @@ def find_nvcc(environ):
 def nvcc_identity(nvcc):
     """{'release': '13.0', 'id': 'V13.0.88_cuda_13.0.r13.0_compiler.36424714_0',
     'top': toolkit folder or None} from `nvcc --version` and `--dryrun`."""
-    try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
-    except OSError as e:
-        raise CudaConfigError(f"nvcc {nvcc}: cannot run it: {e.strerror or e}") from None
+    out = _run(nvcc, ["--version"])
     m = re.search(r"release (\d+\.\d+), (V[\w.]+)", out.stdout)
     if out.returncode != 0 or not m:
         raise CudaConfigError(f"nvcc {nvcc}: `nvcc --version` (exit {out.returncode}) does not say its release")
@@ -120,10 +117,16 @@ def nvcc_identity(nvcc):
     ident = re.sub(r"[^\w.]", "_", m.group(2) + (f"_{build.group(1)}" if build else ""))
     # The real toolkit folder (nvcc on PATH may be a wrapper script, e.g.
     # /usr/local/bin/nvcc): nvcc's dry run names it as TOP.
-    dry = subprocess.run([nvcc, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
-                         capture_output=True, text=True, timeout=60)
+    dry = _run(nvcc, ["--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
     top = re.search(r"^#\$ TOP=(.+)$", dry.stderr + dry.stdout, re.M)
     return {"release": m.group(1), "id": ident, "top": os.path.normpath(top.group(1)) if top else None}
+
+
+def _run(nvcc, args):
+    try:
+        return subprocess.run([nvcc, *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CudaConfigError(f"nvcc {nvcc}: `nvcc {args[0]}` failed: {getattr(e, 'strerror', None) or e}") from None
 
 
 def _cudart_dir(home, top):
