@@ -82,8 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--out", required=True, metavar="DIR",
                      help="output folder, kept up to date incrementally as the SCons tool keeps "
                           "it (a manifest records what was generated from what)")
-    gen.add_argument("--namespace", default="autograd_ext::generated", metavar="NS",
-                     help="C++ namespace of the classes (default: %(default)s); not libtorch's own "
+    gen.add_argument("--namespace", default=None, metavar="NS",
+                     help="C++ namespace of the classes, unique to the library (default: "
+                          "<op namespace>::autograd from the specs' ops outside aten, "
+                          "autograd_ext::generated for ATen's alone); not libtorch's own "
                           "torch::autograd::generated")
     gen.add_argument("--unity", type=_unity, default=None, metavar="N|auto",
                      help="compile layout: N unity buckets unity/bucket_<i>.cpp, 0 for one TU per "

@@ -84,6 +84,11 @@ def test_gradients_equal_builtin_ops_and_grad_fn_is_the_generated_function(ops, 
     checks.check_matches_builtin(ops, case)
 
 
+@pytest.mark.parametrize("case", checks.CASE_NAMES)
+def test_compiled_autograd_gives_the_eager_gradients(ops, case):
+    checks.check_compiled_autograd_matches_eager(ops, case)
+
+
 def test_inplace_variant_and_out_variant(ops):
     checks.check_inplace_and_out(ops)
 

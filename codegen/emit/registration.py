@@ -31,7 +31,7 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
         libs.append(f"  static torch::Library {key}_lib(torch::Library::IMPL, {ns}, c10::DispatchKey::{key}, "
                     "__FILE__, __LINE__);")
         calls.append(f"    {key}_lib.impl({_cpp_string(str(f.func.name))}, TORCH_FN({fn}));")
-    return [f"namespace {opts.namespace} {{", "",
+    return [f"namespace {opts.ns} {{", "",
             "// Registers once, however many copies of this file are linked in: an edited",
             "// copy in an edit TU overrides an old one left in its bucket, and the linker",
             "// keeps one definition of this function, which both copies' initialisers call.",
@@ -39,4 +39,4 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
             "  static const bool registered = [] {", *calls, "    return true;", "  }();",
             "  (void)registered;", "}", "",
             "namespace {", f"const bool {unit.stem}_registered = (register_{unit.stem}(), true);",
-            "}  // namespace", "", f"}}  // namespace {opts.namespace}", ""]
+            "}  // namespace", "", f"}}  // namespace {opts.ns}", ""]

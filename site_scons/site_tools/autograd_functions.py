@@ -89,7 +89,7 @@ def _explain_units():
 
 
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
-                      namespace="autograd_ext::generated", unity="auto", includes=(), pch=False,
+                      namespace=None, unity="auto", includes=(), pch=False,
                       kernels=True):
     nodes, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                          includes, kernels)
@@ -202,7 +202,7 @@ def _pch_objects(env, out, sources):
 
 
 def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=None,
-                    namespace="autograd_ext::generated", unity="auto", includes=(), pch=False,
+                    namespace=None, unity="auto", includes=(), pch=False,
                     kernels=True):
     """Generate, compile and link the Functions into one shared library;
     when a stamp (autograd_stamp.py) says nothing changed since it was
