@@ -43,8 +43,9 @@ class Request:
     unity: Optional[int] = None    # None: automatic bucket count; 0: one TU per unit
     jobs: int = 1                  # parallel compiles (for the automatic count)
     dry_run: bool = False
-    # The caller links the edit TUs first with --allow-multiple-definition
-    # (layout.py): an edited unit can then leave its bucket unrecompiled.
+    # The caller links each bucket holding shadowed old text as a copy
+    # whose symbols the edit TUs define are weak (weaken.py): an edited unit
+    # can then leave its bucket unrecompiled.
     override: bool = False
 
 

@@ -17,9 +17,12 @@ builds of one tree never interleave.
 
 `unity='auto'` (default) picks the bucket count from the number of units
 and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  The TUs
-come in link order: while an edited unit overrides its old text in a
-bucket, `$AUTOGRAD_OVERRIDE_LINKFLAGS` is appended to `SHLINKFLAGS` of the
-calling environment (`AUTOGRAD_OVERRIDE=False` turns that mode off).  With
+come in link order.  While an edited unit overrides its old text in a
+bucket (`AUTOGRAD_OVERRIDE`, on where objcopy and nm work on ELF objects),
+the call returns object nodes for the edit TUs and, for each bucket holding
+old text, a copy of its object with exactly the symbols the edit TUs define
+made weak (codegen/weaken.py): any environment can link them, and every
+other duplicate symbol still fails the link.  With
 `pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
 and the call returns their shared objects.  `env.AutogradLibrary(target,
 outdir, ...)` also links them into one shared library and, when nothing at
@@ -44,6 +47,7 @@ import SCons.Util
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _reports = []          # (out dir node, incremental.Result) per call, printed at exit
+_weak_objects = set()  # weakened copies of bucket objects: derived, not compiled
 _option_added = False
 
 # GCC precompiled prelude: a wrapper header (so that the precompiled file is
@@ -91,9 +95,58 @@ def _explain_units():
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
                       namespace=None, unity="auto", includes=(), pch=False,
                       kernels=True):
-    nodes, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                         includes, kernels)
-    return _pch_objects(env, _no_duplicate(env.Dir(outdir)), nodes) if pch else nodes
+    nodes, result = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
+                              includes, kernels)
+    out = _no_duplicate(env.Dir(outdir))
+    return _overridden(env, out, result, _pch_objects(env, out, nodes) if pch else nodes)
+
+
+def _can_override(env):
+    """The override mode: asked for (AUTOGRAD_OVERRIDE) and possible (nm and
+    objcopy found); otherwise an edited unit's bucket is rewritten."""
+    return bool(env.get("AUTOGRAD_OVERRIDE")) and all(
+        env.WhereIs(env.subst(f"$AUTOGRAD_{tool}")) for tool in ("NM", "OBJCOPY"))
+
+
+def _overridden(env, out, result, items):
+    """`items` (TUs or their objects, in link order), with the edit TUs as
+    objects and each bucket holding a shadowed unit's old text replaced by
+    a copy of its object in which the symbols the edit TUs define are weak."""
+    if result is None or not result.layout.shadowed:
+        return items
+    from codegen.unity_files import bucket_file, edit_file
+    suffix = env.subst("$SHOBJSUFFIX")
+
+    def generated(node):  # (relpath of the generated TU, its object node)
+        src = node.sources[0] if node.has_builder() and node.sources else node
+        rel = os.path.relpath(src.abspath, out.abspath).replace(os.sep, "/")
+        return rel, (node if src is not node else _no_duplicate(env.SharedObject(node)[0]))
+
+    shadowing = {bucket_file(b) for b in result.layout.shadowing()}
+    edits = {edit_file(j) for j in range(result.layout.slots)}
+    pairs = [generated(n) for n in items]  # every item is one of ours
+    edit_objects = [o for rel, o in pairs if rel in edits]
+    weaken = SCons.Action.Action(_weaken, "$AUTOGRAD_WEAKENCOMSTR")
+    nodes = []
+    for rel, node in pairs:
+        if rel in shadowing:
+            weak = env.Command(out.File(rel[:-len(".cpp")] + ".weak" + suffix), [node] + edit_objects, weaken)[0]
+            weak.attributes.shared = 1
+            _weak_objects.add(weak)
+            node = _no_duplicate(weak)
+        nodes.append(node)
+    return SCons.Util.NodeList(nodes)
+
+
+def _weaken(target, source, env):
+    from codegen.weaken import WeakenError, weaken
+    try:
+        weaken(source[0].abspath, [s.abspath for s in source[1:]], target[0].abspath,
+               nm=env.subst("$AUTOGRAD_NM"), objcopy=env.subst("$AUTOGRAD_OBJCOPY"))
+    except (WeakenError, OSError) as e:
+        sys.stderr.write(f"scons: *** {target[0]}: {e}\n")
+        return 1
+    return 0
 
 
 def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
@@ -106,7 +159,7 @@ def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
         opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels))
         return Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
-                       dry_run=dry_run, override=bool(env.get("AUTOGRAD_OVERRIDE")))
+                       dry_run=dry_run, override=_can_override(env))
     except ValueError as e:
         _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
 
@@ -153,11 +206,6 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
         for n in nodes:
             if not n.exists():
                 env.Command(n, [], SCons.Action.Action(_never_run, "would generate $TARGET"))
-    if result.layout.shadowed:
-        # Edited units whose old text stays in their (not recompiled)
-        # buckets: the edit TUs come first in `nodes`, and the linker takes
-        # the first definition (codegen/layout.py).
-        env.AppendUnique(SHLINKFLAGS=["$AUTOGRAD_OVERRIDE_LINKFLAGS"])
     alias = env.subst("$AUTOGRAD_GENERATE_ALIAS")
     if alias and not dry:
         # `scons generate`: generate (done while reading) and build nothing.
@@ -228,7 +276,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
         if stamp.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
             _reports[-1][2] = "library up to date since its last build: per-op graph not declared"
             return SCons.Util.NodeList([lib_file])
-    objects = _pch_objects(env, out, nodes) if pch else env.SharedObject(nodes)
+    objects = _overridden(env, out, result, _pch_objects(env, out, nodes) if pch else env.SharedObject(nodes))
     lib = env.SharedLibrary(target, objects)
     env.Clean(lib, env.File(stamp_path))
     if result is not None and not SCons.Script.GetOption("no_exec"):
@@ -252,7 +300,8 @@ def _executed_objects():
                 continue
             if isinstance(n, SCons.Node.FS.Dir):
                 stack.append(n)
-            elif n.name.endswith(suffixes) and n.has_builder() and n.get_state() == SCons.Node.executed:
+            elif n.name.endswith(suffixes) and n.has_builder() and n.get_state() == SCons.Node.executed \
+                    and n not in _weak_objects:
                 sources = n.sources
                 found.append((n, sources[0] if sources else None))
     return found
@@ -335,10 +384,11 @@ def generate(env):
     env.AddMethod(AutogradFunctions, "AutogradFunctions")
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
     env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
-                   # ELF linkers (GNU ld, gold, lld, mold) take the first of two definitions
-                   # when told to; Mach-O's and MSVC's are not asked.
+                   # Weak symbols in ELF objects (codegen/weaken.py); Mach-O's and COFF's
+                   # are not attempted: their buckets are rewritten.
                    AUTOGRAD_OVERRIDE=sys.platform.startswith(("linux", "freebsd")),
-                   AUTOGRAD_OVERRIDE_LINKFLAGS="-Wl,--allow-multiple-definition")
+                   AUTOGRAD_NM="nm", AUTOGRAD_OBJCOPY="objcopy",
+                   AUTOGRAD_WEAKENCOMSTR="Overriding the edited units' old text: weak copy $TARGET")
 
 
 def exists(env):
