@@ -47,7 +47,6 @@ import SCons.Util
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _reports = []          # (out dir node, incremental.Result) per call, printed at exit
-_weak_objects = set()  # weakened copies of bucket objects: derived, not compiled
 _option_added = False
 
 # GCC precompiled prelude: a wrapper header (so that the precompiled file is
@@ -98,58 +97,13 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
     nodes, result = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                               includes, kernels)
     out = _no_duplicate(env.Dir(outdir))
-    return _overridden(env, out, result, _pch_objects(env, out, nodes) if pch else nodes)
-
-
-def _can_override(env):
-    """The override mode: asked for (AUTOGRAD_OVERRIDE) and possible (nm and
-    objcopy found); otherwise an edited unit's bucket is rewritten."""
-    return bool(env.get("AUTOGRAD_OVERRIDE")) and all(
-        env.WhereIs(env.subst(f"$AUTOGRAD_{tool}")) for tool in ("NM", "OBJCOPY"))
-
-
-def _overridden(env, out, result, items):
-    """`items` (TUs or their objects, in link order), with the edit TUs as
-    objects and each bucket holding a shadowed unit's old text replaced by
-    a copy of its object in which the symbols the edit TUs define are weak."""
-    if result is None or not result.layout.shadowed:
-        return items
-    from codegen.unity_files import bucket_file, edit_file
-    suffix = env.subst("$SHOBJSUFFIX")
-
-    def generated(node):  # (relpath of the generated TU, its object node)
-        src = node.sources[0] if node.has_builder() and node.sources else node
-        rel = os.path.relpath(src.abspath, out.abspath).replace(os.sep, "/")
-        return rel, (node if src is not node else _no_duplicate(env.SharedObject(node)[0]))
-
-    shadowing = {bucket_file(b) for b in result.layout.shadowing()}
-    edits = {edit_file(j) for j in range(result.layout.slots)}
-    pairs = [generated(n) for n in items]  # every item is one of ours
-    edit_objects = [o for rel, o in pairs if rel in edits]
-    weaken = SCons.Action.Action(_weaken, "$AUTOGRAD_WEAKENCOMSTR")
-    nodes = []
-    for rel, node in pairs:
-        if rel in shadowing:
-            weak = env.Command(out.File(rel[:-len(".cpp")] + ".weak" + suffix), [node] + edit_objects, weaken)[0]
-            weak.attributes.shared = 1
-            _weak_objects.add(weak)
-            node = _no_duplicate(weak)
-        nodes.append(node)
-    return SCons.Util.NodeList(nodes)
-
-
-def _weaken(target, source, env):
-    from codegen.weaken import WeakenError, weaken
-    try:
-        weaken(source[0].abspath, [s.abspath for s in source[1:]], target[0].abspath,
-               nm=env.subst("$AUTOGRAD_NM"), objcopy=env.subst("$AUTOGRAD_OBJCOPY"))
-    except (WeakenError, OSError) as e:
-        sys.stderr.write(f"scons: *** {target[0]}: {e}\n")
-        return 1
-    return 0
+    import autograd_override
+    return autograd_override.overridden(env, out, result, _pch_objects(env, out, nodes) if pch else nodes,
+                                        _no_duplicate)
 
 
 def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
+    import autograd_override
     from codegen.emit.options import EmitOptions
     from codegen.incremental import Request
     from codegen.layout import parse_unity
@@ -159,7 +113,7 @@ def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
         opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels))
         return Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
-                       dry_run=dry_run, override=_can_override(env))
+                       dry_run=dry_run, override=autograd_override.can_override(env))
     except ValueError as e:
         _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
 
@@ -276,7 +230,10 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
         if stamp.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
             _reports[-1][2] = "library up to date since its last build: per-op graph not declared"
             return SCons.Util.NodeList([lib_file])
-    objects = _overridden(env, out, result, _pch_objects(env, out, nodes) if pch else env.SharedObject(nodes))
+    import autograd_override
+    objects = autograd_override.overridden(env, out, result,
+                                           _pch_objects(env, out, nodes) if pch else env.SharedObject(nodes),
+                                           _no_duplicate)
     lib = env.SharedLibrary(target, objects)
     env.Clean(lib, env.File(stamp_path))
     if result is not None and not SCons.Script.GetOption("no_exec"):
@@ -301,10 +258,15 @@ def _executed_objects():
             if isinstance(n, SCons.Node.FS.Dir):
                 stack.append(n)
             elif n.name.endswith(suffixes) and n.has_builder() and n.get_state() == SCons.Node.executed \
-                    and n not in _weak_objects:
+                    and n not in _weak_objects():
                 sources = n.sources
                 found.append((n, sources[0] if sources else None))
     return found
+
+
+def _weak_objects():
+    import autograd_override
+    return autograd_override.WEAK_OBJECTS
 
 
 def _compile_counts(objects, out):
