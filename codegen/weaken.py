@@ -16,6 +16,7 @@ bucket is rewritten instead.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from typing import Iterable, Sequence
 
@@ -70,12 +71,15 @@ def weaken(bucket: str, edits: Sequence[str], target: str, nm: str = "nm",
     tmp = f"{target}.{os.getpid()}.tmp"
     listing = tmp + ".symbols"
     try:
-        with open(listing, "w") as f:
-            f.write("".join(n + "\n" for n in names))
-        proc = subprocess.run([objcopy, f"--weaken-symbols={listing}", bucket, tmp],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise WeakenError(f"{objcopy} {bucket}: {proc.stderr.strip() or 'failed'}")
+        if names:
+            with open(listing, "w") as f:
+                f.write("".join(n + "\n" for n in names))
+            proc = subprocess.run([objcopy, f"--weaken-symbols={listing}", bucket, tmp],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise WeakenError(f"{objcopy} {bucket}: {proc.stderr.strip() or 'failed'}")
+        else:  # nothing to weaken (objcopy fails, silently, on an empty list)
+            shutil.copyfile(bucket, tmp)
         os.replace(tmp, target)
     finally:
         for p in (tmp, listing):

@@ -68,3 +68,10 @@ def test_the_command_line(tmp_path, objects):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"{tmp_path / 'w.o'}: 2 symbols of {bucket} made weak\n"
     assert os.path.exists(tmp_path / "w.o")
+
+
+def test_nothing_in_common_is_a_plain_copy(tmp_path, objects):
+    bucket, _ = objects
+    unrelated = obj(tmp_path, "unrelated.o", "third")
+    assert weaken(bucket, [unrelated], str(tmp_path / "copy.o")) == []
+    assert (tmp_path / "copy.o").read_bytes() == open(bucket, "rb").read()
