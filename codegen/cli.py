@@ -82,8 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--out", required=True, metavar="DIR",
                      help="output folder, kept up to date incrementally as the SCons tool keeps "
                           "it (a manifest records what was generated from what)")
-    gen.add_argument("--namespace", default="autograd_ext::generated", metavar="NS",
-                     help="C++ namespace of the classes (default: %(default)s); not libtorch's own "
+    gen.add_argument("--namespace", default=None, metavar="NS",
+                     help="C++ namespace of the classes, unique to the library (default: "
+                          "<op namespace>::autograd from the specs' ops outside aten, "
+                          "autograd_ext::generated for ATen's alone); not libtorch's own "
                           "torch::autograd::generated")
     gen.add_argument("--unity", type=_unity, default=None, metavar="N|auto",
                      help="compile layout: N unity buckets unity/bucket_<i>.cpp, 0 for one TU per "
@@ -91,9 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                      help="parallel compiles the layout is for (default: the CPU count)")
     gen.add_argument("--override", action="store_true",
-                     help="you link the edit TUs (unity/edited_*.cpp) first, with "
-                          "-Wl,--allow-multiple-definition while the summary says units override: "
-                          "an edited Function then leaves its bucket unrecompiled")
+                     help="you link, while the summary says units override their old text, each "
+                          "bucket object holding it as a weakened copy (python -m codegen weaken): an "
+                          "edited unit then leaves its bucket unrecompiled")
     gen.add_argument("--no-kernels", action="store_true",
                      help="no registration or Autograd kernels for the ops outside aten")
     gen.add_argument("--include", action="append", default=[], metavar="HEADER",
@@ -101,7 +103,27 @@ def build_parser() -> argparse.ArgumentParser:
                           "(repeatable); for PyTorch's own specs: torch/csrc/autograd/FunctionsManual.h")
     gen.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
     gen.set_defaults(run=_cmd_generate)
+
+    weak = sub.add_parser("weaken", help="copy a bucket's object with the symbols the edit TUs' "
+                                         "objects define made weak (ELF; nm and objcopy)")
+    weak.add_argument("bucket", metavar="BUCKET_OBJECT")
+    weak.add_argument("edits", nargs="+", metavar="EDIT_TU_OBJECT")
+    weak.add_argument("-o", "--output", required=True, metavar="OBJECT")
+    weak.add_argument("--nm", default="nm")
+    weak.add_argument("--objcopy", default="objcopy")
+    weak.set_defaults(run=_cmd_weaken)
     return p
+
+
+def _cmd_weaken(args: argparse.Namespace) -> int:
+    from .weaken import WeakenError, weaken
+    try:
+        names = weaken(args.bucket, args.edits, args.output, nm=args.nm, objcopy=args.objcopy)
+    except WeakenError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{args.output}: {len(names)} symbols of {args.bucket} made weak")
+    return 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -15,11 +15,12 @@ everything and rewrites only the files whose bytes differ.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .emit.options import EmitOptions
+from .emit.options import EmitOptions, with_default_namespace
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import FOLDER as UNITY_FOLDER, Layout, bucket_of, plan
 from .unity_files import (bucket_file, bucket_index, included, included_by_members, render_buckets,
@@ -42,8 +43,9 @@ class Request:
     unity: Optional[int] = None    # None: automatic bucket count; 0: one TU per unit
     jobs: int = 1                  # parallel compiles (for the automatic count)
     dry_run: bool = False
-    # The caller links the edit TUs first with --allow-multiple-definition
-    # (layout.py): an edited unit can then leave its bucket unrecompiled.
+    # The caller links each bucket holding shadowed old text as a copy
+    # whose symbols the edit TUs define are weak (weaken.py): an edited unit
+    # can then leave its bucket unrecompiled.
     override: bool = False
 
 
@@ -98,12 +100,26 @@ def _input_digests(native_functions: str, derivatives: str, tags: Optional[str])
     return out
 
 
+def _op_namespaces(units: list[Unit]) -> list:
+    """(namespace, file, line, entry) of every unit's native function, in file order."""
+    seen = {(f.line or 0, f.namespace, f.file or "", f"{f.namespace}::{f.func}")
+            for f in (u.subject.func for u in units)}
+    return [(ns, file or None, line or None, entry) for line, ns, file, entry in sorted(seen)]
+
+
+def _options(requested: dict, resolved: EmitOptions) -> dict:
+    """What the manifest records of the options: as requested (compared
+    before any parsing, for the fast path) and as resolved from the specs
+    (the default namespace: in every key, so a change regenerates)."""
+    return {"requested": requested, "resolved": canonical(resolved)}
+
+
 def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional[str] = None,
            request: Request = Request(), render: Optional[Renderer] = None) -> Result:
     """Bring `out_dir` up to date with the specs.  Raises SpecError on bad
     input, before anything is written."""
     inputs = _input_digests(native_functions, derivatives, tags)
-    options, generator = canonical(request.opts), generator_version()
+    requested, generator = canonical(request.opts), generator_version()
     mpath = os.path.join(out_dir, MANIFEST)
     old, problem = read_manifest(mpath)
     warning = f"ignoring {mpath}: {problem}; regenerating from scratch" if problem else None
@@ -111,13 +127,15 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
     dirty = {rel for rel, st in old.stats.items()
              if stat_of(os.path.join(out_dir, rel)) != st} if old else set()
     if old is not None and not dirty and old.layout.request == request.unity and \
-            (old.inputs, old.generator, old.options) == (inputs, generator, options):
+            (old.inputs, old.generator, old.options.get("requested")) == (inputs, generator, requested):
         # The fast path: nothing to parse, nothing to write.
         return Result(out_dir, [k.name for k in old.units], {k.name: k.kind for k in old.units},
                       list(old.sources), old.layout, keys={k.name: k.key for k in old.units})
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
     units = render.load(native_functions, derivatives, tags, kernels=request.opts.kernels)
+    request = dataclasses.replace(request, opts=with_default_namespace(request.opts, _op_namespaces(units)))
+    options = _options(requested, request.opts)
     keys = [unit_key(u, options, generator) for u in units]
     state = _State(out_dir, old, dirty, options, generator, warning)
     files, owner, result = state.render(units, keys, request, render)

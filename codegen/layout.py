@@ -8,10 +8,10 @@ or removing a unit changes one bucket.
 
 Units being edited compile out of their buckets, in the edit TUs
 (`unity/edited_<j>.cpp`, at most one per job), as Unreal Build Tool's
-adaptive unity build does for the files being worked on.  Where the linker
-can take the first of two definitions (`override`: GNU ld, gold, lld, mold
-with `--allow-multiple-definition`, edit TUs linked first), an edited unit
-whose header did not change leaves its old text in its bucket, *shadowed*:
+adaptive unity build does for the files being worked on.  Where the old
+definitions can be made weak in a copy of the bucket's object (`override`:
+ELF objects, nm and objcopy; weaken.py), an edited unit whose header did
+not change leaves its old text in its bucket, *shadowed*:
 the bucket is not recompiled at all, and the edit costs its edit TU only
 (an op kernel registers through one overridable function, run once:
 emit/registration.py).  Otherwise (a changed header, which the rest of the
@@ -111,6 +111,10 @@ class Layout:
         if self.buckets == 0 or name in self.alone:
             return None
         return bucket_of(name, self.buckets)
+
+    def shadowing(self) -> set[int]:
+        """The buckets holding a shadowed unit's old text (weakened at link: weaken.py)."""
+        return {bucket_of(s, self.buckets) for s in self.shadowed}
 
     def in_text(self, name: str) -> bool:
         """Whether `name`'s text (current, or shadowed) is in its bucket's file."""

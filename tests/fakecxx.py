@@ -3,10 +3,16 @@
 
 It compiles nothing: each output is a digest of its command line and its
 inputs' bytes (so an object changes exactly when its source does), and a
-missing input fails like the real compiler would.
+missing input fails like the real compiler would.  An object (`-c`) is that
+digest wrapped in a real relocatable ELF object (`ld -r -b binary`: a few
+milliseconds), so that what the tool does to objects (weakening a bucket's
+symbols with nm and objcopy, codegen/weaken.py) runs for real on it.
 """
 import hashlib
+import os
+import subprocess
 import sys
+import tempfile
 
 args = sys.argv[1:]
 if "--version" in args or "-dumpversion" in args:  # SCons's g++ tool asks
@@ -18,5 +24,13 @@ for a in args:
     if a.endswith((".cpp", ".cc", ".os", ".o")) and a != out:
         with open(a, "rb") as f:
             h.update(f.read())
-with open(out, "w") as f:
-    f.write(h.hexdigest() + "\n")
+if "-c" not in args:
+    with open(out, "w") as f:
+        f.write(h.hexdigest() + "\n")
+    sys.exit(0)
+with tempfile.TemporaryDirectory() as tmp:
+    # One name for the data in every object: the same symbols in each (as
+    # an edited unit's old and new copies define the same functions).
+    with open(os.path.join(tmp, "fake_object"), "w") as f:
+        f.write(h.hexdigest() + "\n")
+    subprocess.run(["ld", "-r", "-b", "binary", "-o", os.path.abspath(out), "fake_object"], cwd=tmp, check=True)

@@ -173,7 +173,9 @@ def read_definitions(text: str, op: str) -> Definitions:
         aliases=tuple(x for x in body if re.fullmatch(r"const auto& \w+ = grads\[\d+\];", x)),
         guarded="bool any_grad_defined = any_variable_defined(grads);" in body,
         formulas=tuple(formulas), masks=tuple(masks), copies=tuple(copies),
-        collects=tuple(x for x in (y.strip() for y in _function_body(text, collect_at).splitlines()) if x),
+        # Ours start with the load check (codegen/emit/load_check.py), torchgen's do not.
+        collects=tuple(x for x in (y.strip() for y in _function_body(text, collect_at).splitlines())
+                       if x and not x.startswith("::autograd_functions_load::")),
         unpacks=tuple(x for x in apply_body if x.startswith("TORCH_CHECK") or
                       re.fullmatch(r"auto \w+ = \w+_?\.unpack\(.*\);|auto \w+ = unpack_(opt_)?list\(.*\);", x)),
     )

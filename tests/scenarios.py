@@ -75,7 +75,10 @@ class Scenario:
 
     @property
     def linked(self) -> list[str]:
-        return sorted(["bucket_0.os"] + [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])
+        """The objects on the link line: a bucket holding shadowed old text is
+        linked as its weakened copy (codegen/weaken.py)."""
+        bucket = "bucket_0.weak.os" if self.shadowed else "bucket_0.os"
+        return sorted([bucket] + [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])
 
 
 def edit(path: str, old: str, new: str) -> None:

@@ -73,7 +73,7 @@ def test_generation_is_byte_identical_in_any_folder(generated, real_specs, torch
     first, second = tree(a), tree(b / "gen")
     assert first == second
     n = torch_counts.functions
-    assert len(first) == n * 2 + 3 + 3   # per-op pairs, preludes + umbrella, buckets
+    assert len(first) == n * 2 + 4 + 3   # per-op pairs, preludes + load check + umbrella, buckets
     assert r1.stdout.startswith(f"{a}: {n} Functions: {n} regenerated, 0 unchanged, 0 removed; ")
     assert r1.stdout.endswith("; compiled as 3 buckets\n")
     for text in first.values():
@@ -209,7 +209,8 @@ def test_cli_reports_and_prunes(tmp_path):
     out = tree(tmp_path / "out")
     assert sorted(out) == ["Functions.h", "functions/MyMulBackward0.cpp", "functions/MyMulBackward0.h",
                            "functions/MyScaleBackward0.cpp", "functions/MyScaleBackward0.h",
-                           "prelude.h", "prelude_impl.h", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+                           "load_check.h", "prelude.h", "prelude_impl.h", "unity/bucket_0.cpp",
+                           "unity/bucket_1.cpp"]
     assert b"namespace my::grads {" in out["functions/MyMulBackward0.h"]
     assert b'#include "my/helpers.h"' in out["prelude_impl.h"]
     assert b"TORCH_API" not in out["functions/MyMulBackward0.h"]
@@ -225,7 +226,8 @@ def test_cli_reports_and_prunes(tmp_path):
     assert r.stdout.endswith("compiled as 1 TU, one per unit (unity=0)\n")
     assert r.stderr == ""
     assert sorted(tree(tmp_path / "out")) == ["Functions.h", "functions/MyMulBackward0.cpp",
-                                               "functions/MyMulBackward0.h", "prelude.h", "prelude_impl.h"]
+                                               "functions/MyMulBackward0.h", "load_check.h", "prelude.h",
+                                               "prelude_impl.h"]
 
 
 def test_cli_spec_error_is_one_line(tmp_path):

@@ -23,7 +23,7 @@ from scons_helpers import clone, compiled, edit, linked, report, scons
 import extension_checks as checks
 from spec_facts import REPO, example_ops
 
-from codegen.layout import slot_of
+from codegen.layout import bucket_of, slot_of
 
 pytestmark = pytest.mark.compile
 
@@ -82,6 +82,11 @@ def test_gradcheck(ops, case):
 @pytest.mark.parametrize("case", checks.CASE_NAMES)
 def test_gradients_equal_builtin_ops_and_grad_fn_is_the_generated_function(ops, case):
     checks.check_matches_builtin(ops, case)
+
+
+@pytest.mark.parametrize("case", checks.CASE_NAMES)
+def test_compiled_autograd_gives_the_eager_gradients(ops, case):
+    checks.check_compiled_autograd_matches_eager(ops, case)
 
 
 def test_inplace_variant_and_out_variant(ops):
@@ -145,7 +150,10 @@ def test_editing_one_formula_recompiles_its_edit_tu_only_and_changes_the_gradien
     # First edit: its edit TU; its bucket keeps its old text, overridden at link.
     edit_tu = f"edited_{slot_of('ScaleBackward0', 2)}.os"   # -j2: two edit TUs
     assert compiled(out) == [edit_tu]
-    assert linked(out, "myops_ext.so") == sorted(OBJECTS + [edit_tu])
+    # Its bucket is linked as a copy whose overridden symbols are weak.
+    shadowing = f"bucket_{bucket_of('ScaleBackward0', BUCKETS)}"
+    assert linked(out, "myops_ext.so") == sorted([o for o in OBJECTS if o != f"{shadowing}.os"]
+                                                 + [f"{shadowing}.weak.os", edit_tu])
     lines = report(out)
     # The kernels of scale and scale_ are re-keyed (their Function's info
     # changed) but render the same bytes: not rewritten, not recompiled.
@@ -195,3 +203,21 @@ def test_an_edited_op_kernel_overrides_its_old_copy_and_registers_once(cold, cac
                            os.path.join(root, LIB)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["24.0", "24.0"]   # d(x^3)/dx at 2 is 12, now doubled
+
+
+def test_a_duplicate_symbol_in_your_code_fails_the_link_while_an_override_is_active(cold, cache, ops):
+    # The edits above are still overriding their old text (nothing rewrote
+    # their buckets): a duplicate definition in the extension's own sources
+    # must fail the link as in a clean build, not be resolved silently.
+    root, _ = cold
+    csrc = os.path.join(root, "specs", "csrc")
+    for name, value in (("dup_a", 1), ("dup_b", 2)):
+        with open(os.path.join(csrc, name + ".cpp"), "w") as f:
+            f.write(f"int myops_dup_helper() {{ return {value}; }}\n")
+    proc = scons(root, *ARGS, f"CACHEDIR={cache}", check=False)
+    assert "overriding their old text" in report(proc.stdout)[0]
+    assert proc.returncode != 0
+    assert re.search(r"multiple definition of .myops_dup_helper\(\)", proc.stdout + proc.stderr), proc.stderr[-2000:]
+    for name in ("dup_a", "dup_b"):
+        os.unlink(os.path.join(csrc, name + ".cpp"))
+    scons(root, *ARGS, f"CACHEDIR={cache}")  # and without them it links again

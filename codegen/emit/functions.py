@@ -3,9 +3,11 @@ the shared files (preludes, umbrella header).
 
 Layout under the output folder:
   prelude.h, prelude_impl.h   shared headers (see prelude.py)
+  load_check.h                the load-time clash check (see load_check.py)
   Functions.h                 umbrella: every op header, sorted
   functions/<Op>.h, .cpp      one Function; the .cpp includes only its own
-                              header and prelude_impl.h, never the umbrella
+                              header, prelude_impl.h and load_check.h, never
+                              the umbrella
 
 Everything here is a pure function of its arguments: same infos and options,
 same bytes.
@@ -18,6 +20,7 @@ from typing import Iterable, Sequence
 from ..api.autograd import DifferentiabilityInfo
 from ..errors import SpecError
 from .backward import backward_body
+from .load_check import CHECK_LINE, HEADER as LOAD_CHECK, claim_lines, render_load_check
 from .options import EmitOptions
 from .prelude import GENERATED, render_preludes
 from .saved import SavedSlot, saved_slots
@@ -122,7 +125,7 @@ class _Op:
         lock = ["std::lock_guard<std::mutex> lock(mutex_);"] if any(s.release for s in self.slots) else []
         prepare = ind(self._unpacks() + self._needs_input_grad())  # shared by apply and apply_with_saved
         out = [GENERATED, self.source, "",
-               f'#include "{op}.h"', '#include "../prelude_impl.h"', "",
+               f'#include "{op}.h"', '#include "../prelude_impl.h"', f'#include "../{LOAD_CHECK}"', "",
                f"namespace {ns} {{", "",
                "// The backward as a pure function of gradients and saved values, so that",
                "// compiled autograd can trace it.",
@@ -143,15 +146,21 @@ class _Op:
                "#endif",
                "}", "",
                f"variable_list {op}::apply(variable_list&& grads) {{",
+               "  " + CHECK_LINE,
                *ind(lock), *prepare,
                f"  return {op}_apply_functional(std::move(grads), needs_input_grad{args});",
                "}", "",
                f"void {op}::compiled_args(CompiledNodeArgs& args) const {{",
+               "  " + CHECK_LINE,
                *ind([s.collect for s in self.slots]),
                "}", "",
                f"variable_list {op}::apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) {{",
                "#ifdef C10_MOBILE", MOBILE_GUARD, "  return {};", "#else",
                *ind([f"saved.before({s.field});" for s in self.slots]),
+               "  // Compiled autograd binds the backward by this key, process-wide: the",
+               "  // qualified name (mangled: an identifier), as name() is the op's alone",
+               "  // and another library's class, or libtorch's, may share it.",
+               f"  static const std::string compiled_autograd_bind_key = typeid({op}).name();",
                "  static bool called = false;",
                "  if (!called) {",
                "    called = true;",
@@ -160,18 +169,19 @@ class _Op:
                *(f"        torch::dynamo::autograd::IValuePacker<{t}>::packed_type()," for t, _, _ in self.params),
                "    };",
                "    torch::dynamo::autograd::getPyCompilerInterface()->bind_function(",
-               f"        saved.get_py_compiler(), name(), {op}_apply_functional_ivalue, schema);",
+               f"        saved.get_py_compiler(), compiled_autograd_bind_key, {op}_apply_functional_ivalue, schema);",
                "  }",
                "  PackedArgs packed_args;",
                *prepare,
                "  packed_args.pack(needs_input_grad);",
                *(f"  packed_args.pack({a});" for a in self.call_args),
                "  auto output_result = compiled_autograd_apply_functional(",
-               "      packed_args, next_edges(), saved, grads, name());",
+               "      packed_args, next_edges(), saved, grads, compiled_autograd_bind_key);",
                *ind([f"saved.after({s.field});" for s in self.slots]),
                "  return output_result;",
                "#endif",
                "}", "",
+               *claim_lines(op, ns),
                f"}}  // namespace {ns}", ""]
         return "\n".join(out)
 
@@ -181,8 +191,8 @@ def render_op(info: DifferentiabilityInfo, opts: EmitOptions) -> dict[str, str]:
     if not info.op:
         raise ValueError(f"info for '{info.func.func}' has no op: nothing is differentiable")
     o = _Op(info)
-    return {f"functions/{o.op}.h": o.header(opts.namespace),
-            f"functions/{o.op}.cpp": o.definitions(opts.namespace)}
+    return {f"functions/{o.op}.h": o.header(opts.ns),
+            f"functions/{o.op}.cpp": o.definitions(opts.ns)}
 
 
 # -------------------------------------------------------------- shared
@@ -192,6 +202,7 @@ def render_shared(ops: Sequence[str], opts: EmitOptions) -> dict[str, str]:
     """The preludes and the umbrella `Functions.h` (the unity buckets are the
     compile layout's: see layout.py)."""
     files = render_preludes(opts)
+    files.update(render_load_check())
     files["Functions.h"] = "\n".join(
         [GENERATED, "// Every generated autograd Function.", "#pragma once", "", '#include "prelude.h"', ""]
         + [f'#include "functions/{op}.h"' for op in sorted(ops)] + [""])

@@ -143,13 +143,13 @@ def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list
     manual = info is not None and any("strides_or_error" in a.expr for a in info.all_saved_inputs)
     if manual:  # the one save-time helper that lives in FunctionsManual.h
         lines.append("#include <torch/csrc/autograd/FunctionsManual.h>")
-    lines += ["", f"namespace {opts.namespace} {{", "namespace {", "",
+    lines += ["", f"namespace {opts.ns} {{", "namespace {", "",
               "using namespace torch::autograd;"]
     if manual:
         lines.append("using namespace torch::autograd::generated::details;")
     lines += ["", f"{ret} {fn}({decl}) {{"]
     lines += ["  " + b if b else "" for b in _body(unit, info, params, ret, fw)]
-    lines += ["}", "", "}  // namespace", f"}}  // namespace {opts.namespace}", ""]
+    lines += ["}", "", "}  // namespace", f"}}  // namespace {opts.ns}", ""]
     return lines
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Iterable, Optional
 
 _NAMESPACE_RE = re.compile(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*")
 LIBTORCH_NAMESPACE = "torch::autograd::generated"
+# The classes' namespace for specs whose ops are all ATen's (torch's own).
+ATEN_SPECS_NAMESPACE = "autograd_ext::generated"
 
 # The backward helpers PyTorch's own derivatives.yaml formulas call
 # (`handle_r_to_c`, `not_implemented`, ... in `details::`). Pass this as
@@ -18,8 +21,12 @@ TORCH_MANUAL_INCLUDES: tuple[str, ...] = ("torch/csrc/autograd/FunctionsManual.h
 @dataclass(frozen=True)
 class EmitOptions:
     # Our classes must not live in libtorch's `torch::autograd::generated`,
-    # whose classes an extension would otherwise redefine.
-    namespace: str = "autograd_ext::generated"
+    # whose classes an extension would otherwise redefine.  None: derived
+    # from the specs' op namespace (with_default_namespace), because two
+    # libraries whose classes share a qualified name share one C++ type to
+    # every registry keyed by it (compiled autograd's cache, Python's type
+    # map), which mixes their backward up.
+    namespace: Optional[str] = None
     # Extra headers for the formulas' helpers, included (in this order) by
     # every definition TU through the shared definitions prelude.
     includes: tuple[str, ...] = ()
@@ -28,9 +35,15 @@ class EmitOptions:
     # declaring its own ops needs.  ATen's are libtorch's own.
     kernels: bool = True
 
+    @property
+    def ns(self) -> str:
+        """The C++ namespace the classes are rendered in (unresolved options,
+        as tests render single units with, give the ATen specs' one)."""
+        return self.namespace or ATEN_SPECS_NAMESPACE
+
     def __post_init__(self) -> None:
         # Fail here, not in the C++ compiler.
-        if not _NAMESPACE_RE.fullmatch(self.namespace):
+        if self.namespace is not None and not _NAMESPACE_RE.fullmatch(self.namespace):
             raise ValueError(f"namespace {self.namespace!r} is not a C++ namespace name like 'a::b'")
         if self.namespace == LIBTORCH_NAMESPACE:
             raise ValueError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
@@ -38,3 +51,32 @@ class EmitOptions:
         for h in self.includes:
             if not h or any(c in h for c in "\n\r") or h.strip() != h:
                 raise ValueError(f"include {h!r} is not a header path")
+
+
+def default_namespace(op_namespaces: Iterable[tuple[str, str, Optional[int], str]]) -> str:
+    """The classes' namespace when none is given: `<ns>::autograd` for the
+    one op namespace other than `aten` of (namespace, file, line, entry)
+    records in file order; the ATen specs' own without one.  The dispatcher
+    lets one library at most define an op, so this is unique to the library
+    as long as its ops are in one namespace: with several, refused (a
+    located SpecError) rather than picking one."""
+    from ..errors import SpecError
+    first = None
+    for ns, file, line, entry in op_namespaces:
+        if ns == "aten":
+            continue
+        if first is None:
+            first = (ns, line)
+        elif ns != first[0]:
+            raise SpecError(f"ops in two namespaces ('{first[0]}' at line {first[1]}, '{ns}' here): "
+                            f"the default namespace of the classes, '<op namespace>::autograd', needs "
+                            f"one; give namespace= (the C++ namespace of the classes, unique to this "
+                            f"library)", file, line, entry)
+    return f"{first[0]}::autograd" if first else ATEN_SPECS_NAMESPACE
+
+
+def with_default_namespace(opts: EmitOptions, op_namespaces) -> EmitOptions:
+    """`opts` with its namespace resolved (default_namespace) if not given."""
+    if opts.namespace is not None:
+        return opts
+    return replace(opts, namespace=default_namespace(op_namespaces))

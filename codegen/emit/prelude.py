@@ -193,5 +193,5 @@ C10_NOINLINE inline variable_list compiled_autograd_apply_functional(
 
 
 def render_preludes(opts: EmitOptions) -> dict[str, str]:
-    return {"prelude.h": _prelude_h(opts.namespace),
-            "prelude_impl.h": _prelude_impl_h(opts.namespace, opts.includes)}
+    return {"prelude.h": _prelude_h(opts.ns),
+            "prelude_impl.h": _prelude_impl_h(opts.ns, opts.includes)}

@@ -44,7 +44,7 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
             lib, call = _unless_without_cuda(lib), _unless_without_cuda(call)
         libs += lib
         calls += call
-    return [f"namespace {opts.namespace} {{", "",
+    return [f"namespace {opts.ns} {{", "",
             "// Registers once, however many copies of this file are linked in: an edited",
             "// copy in an edit TU overrides an old one left in its bucket, and the linker",
             "// keeps one definition of this function, which both copies' initialisers call.",
@@ -52,7 +52,7 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
             "  static const bool registered = [] {", *calls, "    return true;", "  }();",
             "  (void)registered;", "}", "",
             "namespace {", f"const bool {unit.stem}_registered = (register_{unit.stem}(), true);",
-            "}  // namespace", "", f"}}  // namespace {opts.namespace}", ""]
+            "}  // namespace", "", f"}}  // namespace {opts.ns}", ""]
 
 
 def _unless_without_cuda(lines: list[str]) -> list[str]:

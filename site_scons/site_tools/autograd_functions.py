@@ -17,9 +17,12 @@ builds of one tree never interleave.
 
 `unity='auto'` (default) picks the bucket count from the number of units
 and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  The TUs
-come in link order: while an edited unit overrides its old text in a
-bucket, `$AUTOGRAD_OVERRIDE_LINKFLAGS` is appended to `SHLINKFLAGS` of the
-calling environment (`AUTOGRAD_OVERRIDE=False` turns that mode off).  With
+come in link order.  While an edited unit overrides its old text in a
+bucket (`AUTOGRAD_OVERRIDE`, on where objcopy and nm work on ELF objects),
+the call returns object nodes for the edit TUs and, for each bucket holding
+old text, a copy of its object with exactly the symbols the edit TUs define
+made weak (codegen/weaken.py): any environment can link them, and every
+other duplicate symbol still fails the link.  With
 `pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
 and the call returns their shared objects.  `env.AutogradLibrary(target,
 outdir, ...)` also links them into one shared library and, when nothing at
@@ -89,14 +92,18 @@ def _explain_units():
 
 
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
-                      namespace="autograd_ext::generated", unity="auto", includes=(), pch=False,
+                      namespace=None, unity="auto", includes=(), pch=False,
                       kernels=True):
-    nodes, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                         includes, kernels)
-    return _pch_objects(env, _no_duplicate(env.Dir(outdir)), nodes) if pch else nodes
+    nodes, result = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
+                              includes, kernels)
+    out = _no_duplicate(env.Dir(outdir))
+    import autograd_override
+    return autograd_override.overridden(env, out, result, _pch_objects(env, out, nodes) if pch else nodes,
+                                        _no_duplicate)
 
 
 def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
+    import autograd_override
     from codegen.emit.options import EmitOptions
     from codegen.incremental import Request
     from codegen.layout import parse_unity
@@ -106,7 +113,7 @@ def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
         opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels))
         return Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
-                       dry_run=dry_run, override=bool(env.get("AUTOGRAD_OVERRIDE")))
+                       dry_run=dry_run, override=autograd_override.can_override(env))
     except ValueError as e:
         _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
 
@@ -153,11 +160,6 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
         for n in nodes:
             if not n.exists():
                 env.Command(n, [], SCons.Action.Action(_never_run, "would generate $TARGET"))
-    if result.layout.shadowed:
-        # Edited units whose old text stays in their (not recompiled)
-        # buckets: the edit TUs come first in `nodes`, and the linker takes
-        # the first definition (codegen/layout.py).
-        env.AppendUnique(SHLINKFLAGS=["$AUTOGRAD_OVERRIDE_LINKFLAGS"])
     alias = env.subst("$AUTOGRAD_GENERATE_ALIAS")
     if alias and not dry:
         # `scons generate`: generate (done while reading) and build nothing.
@@ -202,7 +204,7 @@ def _pch_objects(env, out, sources):
 
 
 def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=None,
-                    namespace="autograd_ext::generated", unity="auto", includes=(), pch=False,
+                    namespace=None, unity="auto", includes=(), pch=False,
                     kernels=True):
     """Generate, compile and link the Functions into one shared library;
     when a stamp (autograd_stamp.py) says nothing changed since it was
@@ -228,7 +230,10 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
         if stamp.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
             _reports[-1][2] = "library up to date since its last build: per-op graph not declared"
             return SCons.Util.NodeList([lib_file])
-    objects = _pch_objects(env, out, nodes) if pch else env.SharedObject(nodes)
+    import autograd_override
+    objects = autograd_override.overridden(env, out, result,
+                                           _pch_objects(env, out, nodes) if pch else env.SharedObject(nodes),
+                                           _no_duplicate)
     lib = env.SharedLibrary(target, objects)
     env.Clean(lib, env.File(stamp_path))
     if result is not None and not SCons.Script.GetOption("no_exec"):
@@ -252,10 +257,16 @@ def _executed_objects():
                 continue
             if isinstance(n, SCons.Node.FS.Dir):
                 stack.append(n)
-            elif n.name.endswith(suffixes) and n.has_builder() and n.get_state() == SCons.Node.executed:
+            elif n.name.endswith(suffixes) and n.has_builder() and n.get_state() == SCons.Node.executed \
+                    and n not in _weak_objects():
                 sources = n.sources
                 found.append((n, sources[0] if sources else None))
     return found
+
+
+def _weak_objects():
+    import autograd_override
+    return autograd_override.WEAK_OBJECTS
 
 
 def _compile_counts(objects, out):
@@ -335,10 +346,11 @@ def generate(env):
     env.AddMethod(AutogradFunctions, "AutogradFunctions")
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
     env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
-                   # ELF linkers (GNU ld, gold, lld, mold) take the first of two definitions
-                   # when told to; Mach-O's and MSVC's are not asked.
+                   # Weak symbols in ELF objects (codegen/weaken.py); Mach-O's and COFF's
+                   # are not attempted: their buckets are rewritten.
                    AUTOGRAD_OVERRIDE=sys.platform.startswith(("linux", "freebsd")),
-                   AUTOGRAD_OVERRIDE_LINKFLAGS="-Wl,--allow-multiple-definition")
+                   AUTOGRAD_NM="nm", AUTOGRAD_OBJCOPY="objcopy",
+                   AUTOGRAD_WEAKENCOMSTR="Overriding the edited units' old text: weak copy $TARGET")
 
 
 def exists(env):
