@@ -82,6 +82,15 @@ def test_report_counts_every_object_compiled(tmp_path):
     assert f"{n} objects compiled in all ({n - 1} generated, 1 other)" in lines
 
 
+def test_report_counts_objects_in_a_build_folder_outside_the_checkout(tmp_path):
+    # The objects live under BUILD, not under the SConstruct's folder: the
+    # count once walked only the latter and said 0.
+    root = clone(tmp_path / "repo")
+    out = scons(root, *EXAMPLE_ARGS, f"BUILD={tmp_path / 'elsewhere'}").stdout
+    n = len(compiled(out))
+    assert n > 1 and f"{n} objects compiled in all ({n - 1} generated, 1 other)" in report(out)
+
+
 def test_kernel_file_clash_is_a_located_error(built_repo):
     nf = os.path.join(built_repo, "specs", "native_functions.yaml")
     with open(nf, "a") as f:

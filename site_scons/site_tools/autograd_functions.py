@@ -249,7 +249,9 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
 def _executed_objects():
     """(object node, its first source) for every object this run compiled."""
     suffixes = (".o", ".os", ".obj")
-    stack, found = [SCons.Node.FS.get_default_fs().Top], []
+    # From the root, not the top folder: a build folder outside the checkout
+    # (BUILD=/elsewhere) holds objects too.
+    stack, found = [SCons.Node.FS.get_default_fs().Top.root], []
     while stack:
         d = stack.pop()
         for name, n in d.entries.items():
