@@ -103,6 +103,9 @@ def test_edit_regenerates_exactly_what_changed(specs, sc):
     assert r.sources == sc.sources
     assert (r.layout.alone, r.layout.shadowed) == (sc.alone, sc.shadowed)
     assert (f"{scenarios.BUCKET}" in changed) == sc.bucket_recompiles
+    # the bindings: rewritten exactly when what a Function saves (or the set of Functions) changed
+    assert (scenarios.BINDINGS in changed) == sc.bindings_rewritten
+    assert r.bindings_rewritten == ([scenarios.BINDINGS] if sc.bindings_rewritten else [])
 
 
 def test_noop_report(specs):
@@ -228,9 +231,9 @@ def test_dry_run_writes_nothing(specs):
 
 def test_unity_sources_are_the_buckets(specs):
     r = specs.update(unity=2)
-    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp", scenarios.BINDINGS]
     r = specs.update(unity=1)
-    assert r.sources == ["unity/bucket_0.cpp"]
+    assert r.sources == ["unity/bucket_0.cpp", scenarios.BINDINGS]
     assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
 
 
@@ -258,7 +261,7 @@ def test_shadowed_text_stays_until_the_bucket_is_damaged(specs):
     with open(bucket) as f:
         text = f.read()
     assert "grad * alpha * 2" in text and "by hand" not in text
-    assert r.sources == [scenarios.BUCKET]
+    assert r.sources == [scenarios.BUCKET, scenarios.BINDINGS]
 
 
 KILLER = """

@@ -90,21 +90,21 @@ def _explain_units():
 
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
                       namespace="autograd_ext::generated", unity="auto", includes=(), pch=False,
-                      kernels=True):
+                      kernels=True, python=True):
     nodes, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                         includes, kernels)
+                         includes, kernels, python)
     return _pch_objects(env, _no_duplicate(env.Dir(outdir)), nodes) if pch else nodes
 
 
-def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
-    from codegen.emit.options import EmitOptions
+def _request(env, outdir, namespace, unity, includes, kernels, python, dry_run):
+    from codegen.emit.options import EmitOptions, parse_python
     from codegen.incremental import Request
     from codegen.layout import parse_unity
     if isinstance(includes, str):
         includes = [includes]
     try:
         opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
-                           kernels=bool(kernels))
+                           kernels=bool(kernels), python=parse_python(python))
         return Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
                        dry_run=dry_run, override=bool(env.get("AUTOGRAD_OVERRIDE")))
     except ValueError as e:
@@ -112,7 +112,7 @@ def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
 
 
 def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity, includes,
-              kernels=True):
+              kernels=True, python=True):
     """(generated TU nodes, incremental.Result or None when cleaning)."""
     _import_codegen()
     from codegen import incremental
@@ -120,7 +120,7 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
     from codegen.lock import lock_folder, remove_made_folder
     from codegen.manifest import MANIFEST, read_manifest
     dry = bool(SCons.Script.GetOption("no_exec"))
-    request = _request(env, outdir, namespace, unity, includes, kernels, dry)
+    request = _request(env, outdir, namespace, unity, includes, kernels, python, dry)
     out = _no_duplicate(env.Dir(outdir))
     for sub in incremental.OWNED_FOLDERS:
         _no_duplicate(out.Dir(sub))
@@ -203,7 +203,7 @@ def _pch_objects(env, out, sources):
 
 def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=None,
                     namespace="autograd_ext::generated", unity="auto", includes=(), pch=False,
-                    kernels=True):
+                    kernels=True, python=True):
     """Generate, compile and link the Functions into one shared library;
     when a stamp (autograd_stamp.py) says nothing changed since it was
     built, return it as a plain file without declaring the per-op graph."""
@@ -212,7 +212,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     env.AppendUnique(CPPPATH=[_no_duplicate(env.Dir(outdir))])  # for the caller's own code
     env = env.Clone()  # the key must describe the environment the builders use
     nodes, result = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                              includes, kernels)
+                              includes, kernels, python)
     out = _no_duplicate(env.Dir(outdir))
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
