@@ -99,7 +99,8 @@ SCENARIOS = [
     Scenario("schema", "1 native schema edited", ("schema",), (SCHEMA_FUNCTIONS, 0, None), edited=1),
     # its bucket, and the edit TU of units that go back into it
     Scenario("remove", "1 entry removed", ("remove",), (0, 1, None), edited=1),
-    Scenario("add", "1 entry added", ("add",), (1, 0, 1), edited=1),
+    # its edit TU, and its binding TU (a new Function's Python bindings)
+    Scenario("add", "1 entry added", ("add",), (1, 0, 2), edited=1),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 # --quick compiles ours for real in these only (stand-ins elsewhere).
