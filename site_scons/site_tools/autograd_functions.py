@@ -15,7 +15,11 @@ builds of one tree never interleave.
                                  derivatives='derivatives.yaml')
     env.SharedLibrary('ext', cpps + ['module.cpp'])
 
-`unity='auto'` (default) picks the bucket count from the number of units
+`python=True` (default) also generates the Functions' Python bindings
+(`python/bindings_<k>.cpp`, among the returned TUs: typed `grad_fn`,
+`_saved_*` properties; codegen/emit/python_bindings.py), which need
+`libtorch_python`; `python=False` generates none, for a library used from
+C++ alone.  `unity='auto'` (default) picks the bucket count from the number of units
 and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  The TUs
 come in link order: while an edited unit overrides its old text in a
 bucket, `$AUTOGRAD_OVERRIDE_LINKFLAGS` is appended to `SHLINKFLAGS` of the
