@@ -22,7 +22,7 @@ from codegen.incremental import Request
 from codegen.keys import canonical, unit_key
 from codegen.layout import slot_of
 from codegen.manifest import FORMAT, MANIFEST
-from codegen.report import explain, report
+from codegen.report import explain, layout_line, report
 from codegen.units import Kind
 from scons_helpers import tree
 from spec_facts import REPO
@@ -122,6 +122,20 @@ def test_formula_edit_report_and_explain(specs):
     assert explain(r, "ScaleBackward0").startswith(
         "ScaleBackward0: regenerated: derivatives entry changed")
     assert explain(r, "MulBackward0").startswith("MulBackward0: up to date: key")
+    # the same values saved: its bindings are untouched, and the report and explain say so
+    assert explain(r, "ScaleBackward0").endswith(f"; its Python bindings compile in {scenarios.BINDINGS} (unchanged)")
+    assert "Python bindings in 1 TU (0 rewritten)" in layout_line(r)
+
+
+def test_an_edit_that_saves_more_explains_its_rewritten_bindings(specs):
+    scenarios.BY_NAME["formula saves more"].apply(specs.root)
+    r = specs.update()
+    assert explain(r, "ScaleBackward0").endswith(f"; its Python bindings compile in {scenarios.BINDINGS} (rewritten)")
+    assert "Python bindings in 1 TU (1 rewritten)" in layout_line(r)
+    with open(os.path.join(specs.out, scenarios.BINDINGS)) as f:
+        assert "_saved_self" in f.read()
+    r = specs.update(EmitOptions(kernels=False, python=False))
+    assert explain(r, "ScaleBackward0").endswith("; no Python bindings (python=False)")
 
 
 def test_native_only_edit_explains_identical_output(specs):
