@@ -82,6 +82,9 @@ class Scenario:
 SCENARIOS = [
     Scenario("cold_example", "cold build of the example (scons, default jobs)", specs="example", cold=True,
              sides=("ours_full",), jobs="default", real="always", quick=False),
+    # the same without Python bindings: what they cost a cold build, side by side
+    Scenario("cold_example_nopython", "cold build of the example, PYTHON=0 (no Python bindings)", specs="example",
+             cold=True, sides=("ours_full",), jobs="default", real="always", quick=False, scons_args=("PYTHON=0",)),
     Scenario("cold", "cold generation", cold=True, sides=("ours_generate", "ours_cli", "torchgen"),
              quick_torchgen=True),
     Scenario("cold_build", "cold build of torch's Functions (scons UNITY=N; torchgen: Functions.cpp), -j2",

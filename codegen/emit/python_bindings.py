@@ -131,8 +131,9 @@ def render_bindings(infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -
     return files
 
 
-# Helpers of internal linkage (static): libraries loaded RTLD_GLOBAL, as
-# torch.ops.load_library does, would otherwise share one copy of each.
+# Helpers of internal linkage (an unnamed namespace): libraries loaded
+# RTLD_GLOBAL would otherwise share one copy of each, whichever was loaded
+# first.  `inline`, so that a shard not using one is not warned about it.
 _HEADER = """{generated}
 // What the Python bindings of the Functions need (see codegen/emit/python_bindings.py).
 #pragma once
@@ -157,22 +158,22 @@ namespace {{
 // THP_FUNCTION_DEFAULT_PROPERTIES names torch::autograd's getters unqualified.
 using namespace torch::autograd;
 
-PyObject* backward_twice() {{
+inline PyObject* backward_twice() {{
   PyErr_SetString(PyExc_RuntimeError, torch::autograd::ERR_BACKWARD_TWICE);
   return nullptr;
 }}
 
-PyObject* py_int(int64_t v) {{ return PyLong_FromLongLong(v); }}
-PyObject* py_float(double v) {{ return PyFloat_FromDouble(v); }}
-PyObject* py_bool(bool v) {{ return PyBool_FromLong(v); }}
-PyObject* py_str(std::string_view v) {{
+inline PyObject* py_int(int64_t v) {{ return PyLong_FromLongLong(v); }}
+inline PyObject* py_float(double v) {{ return PyFloat_FromDouble(v); }}
+inline PyObject* py_bool(bool v) {{ return PyBool_FromLong(v); }}
+inline PyObject* py_str(std::string_view v) {{
   return PyUnicode_FromStringAndSize(v.data(), static_cast<Py_ssize_t>(v.size()));
 }}
-PyObject* py_symint(const c10::SymInt& v) {{
+inline PyObject* py_symint(const c10::SymInt& v) {{
   if (auto m = v.maybe_as_int()) return PyLong_FromLongLong(*m);
   return pybind11::cast(v).release().ptr();
 }}
-PyObject* py_scalar(const at::Scalar& v) {{
+inline PyObject* py_scalar(const at::Scalar& v) {{
   if (v.isComplex()) {{
     auto c = v.to<c10::complex<double>>();
     return PyComplex_FromDoubles(c.real(), c.imag());
@@ -184,12 +185,12 @@ PyObject* py_scalar(const at::Scalar& v) {{
   return nullptr;
 }}
 // The SavedTensor object torch's own bindings give (register_hooks, ...).
-PyObject* saved_tensor(const SavedVariable& v) {{
+inline PyObject* saved_tensor(const SavedVariable& v) {{
   return pybind11::cast(v, pybind11::return_value_policy::reference).release().ptr();
 }}
 
 template <class Seq, class F>
-PyObject* tuple_of(const Seq& xs, F&& to_py) {{
+inline PyObject* tuple_of(const Seq& xs, F&& to_py) {{
   THPObjectPtr tuple(PyTuple_New(static_cast<Py_ssize_t>(xs.size())));
   if (!tuple) return nullptr;
   Py_ssize_t i = 0;
@@ -203,7 +204,7 @@ PyObject* tuple_of(const Seq& xs, F&& to_py) {{
 
 // The name `type` takes in torch._C._functions: its own when free, else the
 // qualified one; nullptr, with an ImportError set, when both are held.
-const char* free_name(PyObject* module, const char* name, const char* qualified, const char* cpp_name) {{
+inline const char* free_name(PyObject* module, const char* name, const char* qualified, const char* cpp_name) {{
   THPObjectPtr held(PyObject_GetAttrString(module, name));
   if (!held) {{
     PyErr_Clear();
@@ -226,7 +227,7 @@ const char* free_name(PyObject* module, const char* name, const char* qualified,
 // keyed by type_info, which two libraries defining the same fully qualified
 // class share, so the second must not register (its getters could read the
 // first's objects with another layout).
-PyObject* registry(PyObject* module) {{
+inline PyObject* registry(PyObject* module) {{
   static const char* const name = "_autograd_functions_scons_classes";
   PyObject* classes = PyObject_GetAttrString(module, name);
   if (!classes) {{
@@ -241,7 +242,7 @@ PyObject* registry(PyObject* module) {{
 }}
 
 template <class C>
-bool add_class(PyObject* module, PyTypeObject& type, const char* name, const char* qualified,
+inline bool add_class(PyObject* module, PyTypeObject& type, const char* name, const char* qualified,
                const char* cpp_name, PyGetSetDef* props) {{
   THPObjectPtr classes(registry(module));
   if (!classes) return false;
@@ -269,7 +270,7 @@ bool add_class(PyObject* module, PyTypeObject& type, const char* name, const cha
 // Runs `add_all(torch._C._functions)` with the GIL.  A failure leaves its
 // Python error set, which ctypes (torch.ops.load_library) raises from the
 // load.  In a program without a Python interpreter it does nothing.
-bool at_load(bool (*add_all)(PyObject*)) {{
+inline bool at_load(bool (*add_all)(PyObject*)) {{
   if (!Py_IsInitialized()) return false;
   PyGILState_STATE gil = PyGILState_Ensure();
   bool ok = false;

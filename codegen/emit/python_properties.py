@@ -94,7 +94,8 @@ def properties(op: str, slots: list[SavedSlot]) -> list[Property]:
     (inputs then outputs, each by name), `_saved_` before `_raw_saved_`."""
     out = []
     for s in slots:
-        for prefix, suffix, body in (("_saved_", "getter", _value(s)), ("_raw_saved_", "raw_getter", _raw(s))):
+        # Distinct last words: `x`'s raw getter can never be named as `x_raw`'s getter.
+        for prefix, suffix, body in (("_saved_", "getter", _value(s)), ("_raw_saved_", "raw_saved", _raw(s))):
             if body is not None:
                 out.append(Property(prefix + s.name, f"THP{op}_{s.name}_{suffix}", body))
     return out
