@@ -2,10 +2,11 @@
 
 Runs torchgen's `gen_autograd_functions_python` (the `python_functions_*.cpp`
 of a torch build) on torchgen's infos of torch's specs into a folder, and
-reads back, for every class it binds, the names of its properties.  From
-those and the infos, `type_rules` derives which saved C++ type gets which
-property: the rules the tests hold our generator to, read from torchgen's
-output rather than typed again here.
+reads back, for every class it binds, the names of its properties.  For
+specs torchgen cannot read (the example's), `torchgen_properties` runs
+torchgen's own `process_function` on one of its infos given our saved
+values, and reads the property names from its output: the rules the tests
+hold our generator to come from torchgen, never typed again here.
 """
 
 from __future__ import annotations
@@ -54,34 +55,37 @@ def torchgen_python() -> tuple[dict[str, list[str]], list]:
     return property_tables(texts), flat
 
 
-def _saved(info):
-    for is_output, attrs in ((False, info.all_saved_inputs), (True, info.all_saved_outputs)):
-        for sa in attrs:
-            yield str(sa.nctype.name), sa.nctype.type.cpp_type(), is_output
+def to_torchgen(t):
+    """Our C++ type (codegen/api/cpp.py) as torchgen's type object of the same spelling."""
+    import torchgen.api.types as tg
+    kind = type(t).__name__
+    if kind == "BaseCType":
+        ns, _, name = t.name.rpartition("::")
+        return tg.BaseCType(tg.BaseCppType(ns, name))
+    if kind == "ArrayCType":
+        return tg.ArrayCType(to_torchgen(t.elem), t.size)
+    return getattr(tg, kind)(to_torchgen(t.elem))
 
 
-@functools.lru_cache(maxsize=None)
-def type_rules() -> dict[tuple[str, bool], tuple[bool, bool]]:
-    """{(saved C++ type, saved as an output): (has `_saved_`, has `_raw_saved_`)},
-    as torchgen's output shows it for torch's specs.  Asserts that it is a
-    function of the type (and output-ness) alone."""
-    tables, infos = torchgen_python()
-    rules: dict = {}
-    for info in infos:
-        props = set(tables[info.op])
-        for name, ctype, is_output in _saved(info):
-            got = (f"_saved_{name}" in props, f"_raw_saved_{name}" in props)
-            prev = rules.setdefault((ctype, is_output), got)
-            assert prev == got, f"{info.op}.{name} ({ctype}): {got}, elsewhere {prev}"
-    return rules
+def torchgen_properties(inputs, outputs) -> list[str]:
+    """The property names torchgen's `process_function` writes for a Function
+    saving `inputs` and `outputs` (our SavedAttributes), in its order."""
+    import dataclasses
 
+    from torchgen.api.autograd import SavedAttribute
+    from torchgen.api.types import NamedCType
+    from torchgen.packaged.autograd.gen_autograd_functions import PY_FUNCTION_PROPS_AND_GETTERS, process_function
 
-def expected_properties(saved) -> set[str]:
-    """The properties torchgen's rules give for saved attributes
-    `(name, C++ type, is_output)`; asserts that torchgen's output shows each type."""
-    rules, out = type_rules(), set()
-    for name, ctype, is_output in saved:
-        assert (ctype, is_output) in rules, f"torchgen's output has no saved {ctype} (output={is_output})"
-        value, raw = rules[(ctype, is_output)]
-        out |= ({f"_saved_{name}"} if value else set()) | ({f"_raw_saved_{name}"} if raw else set())
-    return out
+    def theirs(attrs):
+        out = []
+        for a in attrs:
+            ctype = to_torchgen(a.type)
+            assert ctype.cpp_type() == a.type.cpp_type(), (ctype.cpp_type(), a.type.cpp_type())
+            out.append(SavedAttribute(nctype=NamedCType(a.name, ctype), expr=a.expr))
+        return tuple(out)
+    # A foreach op's info as the base: torchgen accepts a saved vector<Tensor>
+    # (a Tensor[] output) only from those; nothing else depends on the op.
+    base = next(i for i in torchgen_python()[1] if i.func.func.name.name.base.startswith("_foreach"))
+    info = dataclasses.replace(base, all_saved_inputs=theirs(inputs), all_saved_outputs=theirs(outputs))
+    text = process_function(info, PY_FUNCTION_PROPS_AND_GETTERS)
+    return _NAME.findall(_TABLE.search(text).group(2))

@@ -4,8 +4,8 @@ compiler: the example built once per session, tests/example_build.py).
 For every Function of the specs (tests/spec_facts.py; each needs a case in
 tests/extension_checks.py, which the ops are called through, recording
 their arguments): its type's name, `isinstance(grad_fn, Node)`, its
-`_saved_*` / `_raw_saved_*` properties against torchgen's rules (read from
-torchgen's own output, tests/python_reference.py), the values read back,
+`_saved_*` / `_raw_saved_*` properties against what torchgen's own
+`process_function` writes for its saved values (tests/python_reference.py), the values read back,
 saved-tensor hooks and release after backward.  Then names that clash
 (ATen's, another library's, the same class twice) with two small libraries
 compiled here, and `PYTHON=0`: no Python symbol at all.
@@ -110,7 +110,7 @@ def cases_of(function):
 @pytest.mark.parametrize("function", EXAMPLE.functions)
 def test_grad_fn_is_typed_and_shows_what_torchgen_rules_give(ops, function):
     info = INFOS[function]
-    want = ref.expected_properties([(a.name, a.type.cpp_type(), out) for a, out in saved_of(info)])
+    want = set(ref.torchgen_properties(info.all_saved_inputs, info.all_saved_outputs))
     for case in cases_of(function):
         g, _, args, outs, _ = run_case(ops, case)
         assert type(g).__name__ == function and g.name() == function
@@ -153,8 +153,8 @@ def _backward(fn, inputs, hook=False):
 
 
 def test_saved_tensor_hooks_run_and_release_raises_for_every_op_with_a_saved_tensor(ops):
-    with_tensor = [f for f in EXAMPLE.functions if any(p.startswith("_raw_saved_") for p in ref.expected_properties(
-        [(a.name, a.type.cpp_type(), o) for a, o in saved_of(INFOS[f])]))]
+    with_tensor = [f for f in EXAMPLE.functions if any(p.startswith("_raw_saved_") for p in ref.torchgen_properties(
+        INFOS[f].all_saved_inputs, INFOS[f].all_saved_outputs))]
     assert with_tensor
     for function in with_tensor:
         for case in cases_of(function):
