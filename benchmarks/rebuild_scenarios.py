@@ -82,6 +82,9 @@ class Scenario:
 SCENARIOS = [
     Scenario("cold_example", "cold build of the example (scons, default jobs)", specs="example", cold=True,
              sides=("ours_full",), jobs="default", real="always", quick=False),
+    # the same without Python bindings: what they cost a cold build, side by side
+    Scenario("cold_example_nopython", "cold build of the example, PYTHON=0 (no Python bindings)", specs="example",
+             cold=True, sides=("ours_full",), jobs="default", real="always", quick=False, scons_args=("PYTHON=0",)),
     Scenario("cold", "cold generation", cold=True, sides=("ours_generate", "ours_cli", "torchgen"),
              quick_torchgen=True),
     Scenario("cold_build", "cold build of torch's Functions (scons UNITY=N; torchgen: Functions.cpp), -j2",
@@ -99,7 +102,8 @@ SCENARIOS = [
     Scenario("schema", "1 native schema edited", ("schema",), (SCHEMA_FUNCTIONS, 0, None), edited=1),
     # its bucket, and the edit TU of units that go back into it
     Scenario("remove", "1 entry removed", ("remove",), (0, 1, None), edited=1),
-    Scenario("add", "1 entry added", ("add",), (1, 0, 1), edited=1),
+    # its edit TU, and its binding TU (a new Function's Python bindings)
+    Scenario("add", "1 entry added", ("add",), (1, 0, 2), edited=1),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 # --quick compiles ours for real in these only (stand-ins elsewhere).

@@ -46,7 +46,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     try:
         opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include),
-                           kernels=not args.no_kernels)
+                           kernels=not args.no_kernels, python=not args.no_python)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "edited unit then leaves its bucket unrecompiled")
     gen.add_argument("--no-kernels", action="store_true",
                      help="no registration or Autograd kernels for the ops outside aten")
+    gen.add_argument("--no-python", action="store_true",
+                     help="no Python bindings of the Functions (python/): for a library used from C++ "
+                          "alone, which then needs neither libtorch_python nor Python's symbols")
     gen.add_argument("--include", action="append", default=[], metavar="HEADER",
                      help="header with helpers the formulas call, included by every definition TU "
                           "(repeatable); for PyTorch's own specs: torch/csrc/autograd/FunctionsManual.h")

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from .emit import python_bindings
 from .emit.options import EmitOptions, with_default_namespace
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import FOLDER as UNITY_FOLDER, Layout, bucket_of, plan
@@ -30,7 +31,7 @@ from .manifest import MANIFEST, Manifest, discard_manifest, read_manifest, write
 from .units import FOLDERS, Kind, Unit
 from .writer import prune, same_bytes, stat_of, write_files
 
-OWNED_FOLDERS = FOLDERS + (UNITY_FOLDER,)
+OWNED_FOLDERS = FOLDERS + (UNITY_FOLDER, python_bindings.FOLDER)
 # Reasons a unit is rendered that mean its specs changed: it is being edited.
 _EDITS = ("new", "renamed from", "derivatives entry changed", "native function changed",
           "derived info changed")
@@ -65,6 +66,9 @@ class Result:
     warning: Optional[str] = None  # a distrusted manifest
     foreign: list[str] = field(default_factory=list)  # files in our folders we did not make
     dry_run: bool = False
+    # Python bindings (emit/python_bindings.py), known when the specs were parsed:
+    bindings: dict = field(default_factory=dict)   # Function -> its binding TU
+    bindings_rewritten: list[str] = field(default_factory=list)  # binding TUs whose bytes changed
 
     @property
     def unchanged(self) -> int:
@@ -244,15 +248,26 @@ class _State:
             return texts[u.name][u.source]
 
         shared = render.shared([u.name for u in units if u.kind is Kind.FUNCTION], request.opts)
+        # Bindings are rendered from every bound Function's saved values each
+        # time (cheap); a shard is rewritten, so recompiled, only if its bytes change.
+        bound = [u for u in units if u.kind is Kind.FUNCTION and u.bound] if request.opts.python else []
+        bindings = python_bindings.render_bindings([u.subject for u in bound], request.opts)
+        rewritten = sorted(rel for rel, text in bindings.items() if rel.endswith(".cpp")
+                           and not same_bytes(os.path.join(self.out_dir, rel), text.encode()))
+        shared.update(bindings)
         shared.update(render_buckets(units, layout, p.rewrite, text_of))
         shared.update(render_edit_tus(units, layout))
         for rel, text in shared.items():
             files[rel], owner[rel] = text, ""
         for i in set(range(layout.buckets)) - p.rewrite:  # kept as they are, old text and all
             owner[bucket_file(i)] = ""
+        n_shards = len(python_bindings.sources(len(bound)))
         result = Result(self.out_dir, names, {k.name: k.kind for k in keys},
-                        layout_sources(units, layout), layout, removed=removed, reasons=reasons,
-                        keys={k.name: k.key for k in keys}, parsed=True, warning=self.warning,
-                        dry_run=request.dry_run)
+                        layout_sources(units, layout) + python_bindings.sources(len(bound)), layout,
+                        removed=removed, reasons=reasons, keys={k.name: k.key for k in keys}, parsed=True,
+                        warning=self.warning, dry_run=request.dry_run,
+                        bindings={u.name: python_bindings.shard_file(python_bindings.shard_of(u.name, n_shards))
+                                  for u in bound},
+                        bindings_rewritten=rewritten)
         result.regenerated = [n for n in names if n in changed]
         return files, owner, result

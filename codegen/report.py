@@ -40,7 +40,7 @@ def layout_line(result: Result) -> str:
     """How the units compile: 'compiled as 2 buckets + 1 unit in 1 edit TU (...)'."""
     lay = result.layout
     if lay.buckets == 0:
-        return f"compiled as {_count(len(result.units), 'TU')}, one per unit (unity=0)"
+        return f"compiled as {_count(len(result.units), 'TU')}, one per unit (unity=0)" + bindings_part(result)
     line = f"compiled as {_count(lay.buckets, 'buckets' if lay.buckets != 1 else 'bucket')}"
     if lay.alone:
         tus = len([s for s in result.sources if s.startswith(f"{FOLDER}/edited_")])
@@ -49,7 +49,27 @@ def layout_line(result: Result) -> str:
                  f"{_count(tus, 'edit TUs' if tus != 1 else 'edit TU')} ({shown})")
     if lay.shadowed:
         line += f", {len(lay.shadowed)} overriding {'its' if len(lay.shadowed) == 1 else 'their'} old text in a bucket"
-    return line
+    return line + bindings_part(result)
+
+
+def bindings_part(result: Result) -> str:
+    """', Python bindings in N TUs (k rewritten)', or '' when there are none."""
+    from .emit.python_bindings import FOLDER as PY
+    n = len([s for s in result.sources if s.startswith(PY + "/")])
+    if not n:
+        return ""
+    line = f", Python bindings in {_count(n, 'TUs' if n != 1 else 'TU')}"
+    return line + (f" ({len(result.bindings_rewritten)} rewritten)" if result.parsed else "")
+
+
+def _bindings_place(result: Result, unit: str) -> str:
+    shard = result.bindings.get(unit)
+    if shard is not None:
+        state = "rewritten" if shard in result.bindings_rewritten else "unchanged"
+        return f"; its Python bindings compile in {shard} ({state})"
+    if result.parsed and result.kinds.get(unit) == Kind.FUNCTION.value:
+        return "; no Python bindings" + ("" if result.bindings else " (python=False)")
+    return ""
 
 
 def foreign_line(result: Result) -> str:
@@ -69,7 +89,7 @@ def explain(result: Result, unit: str) -> str:
         close = difflib.get_close_matches(unit, result.units, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         return f"{unit}: not a unit of these specs{hint}"
-    key, place = result.keys[unit][:16], where(result.layout, unit)
+    key, place = result.keys[unit][:16], where(result.layout, unit) + _bindings_place(result, unit)
     if not result.parsed:
         return f"{unit}: up to date: inputs unchanged since the last build, key {key}; {place}"
     why = result.reasons.get(unit)

@@ -35,6 +35,9 @@ class Unit:
     name: str      # what keys and reports say: `MulBackward0`, `myops::scale_`
     stem: str      # file name without suffix, unique (case-insensitively) per folder
     subject: Any   # DifferentiabilityInfo (FUNCTION) or emit.kernels.KernelUnit (KERNEL)
+    # Whether a FUNCTION gets Python bindings (emit/python_bindings.py): as in
+    # torch's build, the foreach Functions derived without an entry get none.
+    bound: bool = True
 
     @property
     def folder(self) -> str:
@@ -77,8 +80,9 @@ def load_units(native_functions: str, derivatives: str, tags: Optional[str] = No
     from .load_derivatives import infos_from_specs, load_specs
     specs = load_specs(native_functions, derivatives, tags)
     infos = infos_from_specs(specs)
-    units = [Unit(Kind.FUNCTION, i.op, i.op, i)
-             for i in op_infos(infos, derive_foreach_infos(infos, specs.native))]
+    derived = op_infos(derive_foreach_infos(infos, specs.native))
+    units = [Unit(Kind.FUNCTION, i.op, i.op, i) for i in op_infos(infos)]
+    units += [Unit(Kind.FUNCTION, i.op, i.op, i, bound=False) for i in derived]
     if kernels:
         units += [Unit(Kind.KERNEL, k.op, k.stem, k) for k in kernel_units(specs.native, infos)]
     check_file_names(units)

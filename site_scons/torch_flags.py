@@ -95,8 +95,10 @@ def unsigned_includes(dirs):
     return ["$("] + [x for i in dirs for x in ("-isystem", i)] + ["$)"]
 
 
-def configure(env, cache_path):
-    """Add torch's headers, libraries and defines to `env`.
+def configure(env, cache_path, python=True):
+    """Add torch's headers, libraries and defines to `env`; `python=False`
+    leaves out libtorch_python, for a library used from C++ alone (generate
+    it with the tool's `python=False`: no Python bindings).
 
     Include dirs go in as `-isystem` inside `$( $)`: out of the command
     signature (so absolute paths do not defeat a CacheDir shared across
@@ -121,7 +123,7 @@ def configure(env, cache_path):
         # -L outside LIBPATH: SCons would otherwise find libtorch_cpu.so (~0.5 GB)
         # as a dependency of the link and hash it on every build (~1 s).
         LINKFLAGS=["$(", f"-L{libdir}", "$)"],
-        LIBS=["c10", "torch", "torch_cpu", "torch_python"],
+        LIBS=["c10", "torch", "torch_cpu"] + (["torch_python"] if python else []),
         RPATH=[libdir],
     )
     # What a precompiled header of torch's headers must be rebuilt for (the

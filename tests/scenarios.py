@@ -12,6 +12,11 @@ header did not change compiles in its edit TU and its bucket is not
 recompiled (its old text there is overridden at link); one whose header
 changed compiles in its edit TU and its bucket recompiles once, without it;
 a removal recompiles its bucket; a new Function compiles in its edit TU.
+The Python bindings of the three Functions are one binding TU
+(codegen/emit/python_bindings.py): rewritten only when what a Function
+saves (or its name, or the set of Functions) changes, recompiled then or when
+a Function header it includes changed; a formula edit that saves the same
+values recompiles no bindings.
 test_scons_example-level checks of the next edit (its edit TU only) are in
 tests/test_build_failures.py.
 """
@@ -28,6 +33,7 @@ TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
 FILES = {"nf": "native_functions.yaml", "d": "derivatives.yaml"}
 OPS = ("MulBackward0", "MulBackward1", "ScaleBackward0")
 BUCKET = "unity/bucket_0.cpp"   # three Functions, -j up to 8: one bucket
+BINDINGS = "python/bindings_0.cpp"  # three Functions: one binding TU
 JOBS = 2                         # both levels: two edit TUs
 
 MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
@@ -36,6 +42,8 @@ MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
 SCALE = "scale(Tensor self, float alpha) -> Tensor"
 SCALE_FAST = "scale(Tensor self, float alpha, *, bool fast=False) -> Tensor"
 FORMULA = ("d", "self: grad * alpha", "self: grad * alpha * 2")
+# the same Function, now saving `self` too: its header (members) and its bindings change
+FORMULA_SAVES = ("d", "self: grad * alpha", "self: grad * alpha * self")
 # a second formula (of MulBackward0), for scenarios that need two Functions changed
 FORMULA_MUL = ("d", "  self: grad * other\n  other:", "  self: other * grad\n  other:")
 YAML_ERROR = ("d", "  self: grad * alpha", "  self: [grad * alpha")
@@ -53,6 +61,8 @@ class Scenario:
     alone: tuple = ()                 # Functions out of their bucket afterwards, in the edit TUs
     shadowed: tuple = ()              # those whose old text stays in the bucket, overridden at link
     bucket_recompiles: bool = False   # the one bucket's TU is rewritten and recompiles
+    bindings_rewritten: bool = False  # the binding TU's text changes
+    bindings_recompile: bool = False  # it recompiles (rewritten, or a header it includes changed)
 
     @property
     def edit_tus(self) -> list[str]:
@@ -61,7 +71,7 @@ class Scenario:
     @property
     def sources(self) -> list[str]:
         """What the update says to compile, in link order: the edit TUs, then the bucket."""
-        return self.edit_tus + [BUCKET]
+        return self.edit_tus + [BUCKET, BINDINGS]
 
     def apply(self, folder: str) -> None:
         for key, old, new in self.edits:
@@ -71,14 +81,15 @@ class Scenario:
     def objects(self) -> list[str]:
         """What `scons` compiles from the cold layout: the edit TUs (all new), and the bucket."""
         return sorted([os.path.basename(t)[:-4] + ".os" for t in self.edit_tus]
-                      + (["bucket_0.os"] if self.bucket_recompiles else []))
+                      + (["bucket_0.os"] if self.bucket_recompiles else [])
+                      + (["bindings_0.os"] if self.bindings_recompile else []))
 
     @property
     def linked(self) -> list[str]:
         """The objects on the link line: a bucket holding shadowed old text is
         linked as its weakened copy (codegen/weaken.py)."""
         bucket = "bucket_0.weak.os" if self.shadowed else "bucket_0.os"
-        return sorted([bucket] + [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])
+        return sorted([bucket, "bindings_0.os"] + [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])
 
 
 def edit(path: str, old: str, new: str) -> None:
@@ -98,7 +109,11 @@ EDITS = [
     # a new defaulted argument: schema and entry name change together
     Scenario("schema", edits=(("nf", SCALE, SCALE_FAST), ("d", SCALE, SCALE_FAST)),
              regenerated=("ScaleBackward0",), reasons={"ScaleBackward0": "derivatives entry changed"},
-             alone=("ScaleBackward0",), bucket_recompiles=True),
+             alone=("ScaleBackward0",), bucket_recompiles=True, bindings_recompile=True),
+    # what the Function saves changes: its header, hence its bucket, and its bindings
+    Scenario("formula saves more", edits=(FORMULA_SAVES,), regenerated=("ScaleBackward0",),
+             reasons={"ScaleBackward0": "derivatives entry changed"}, alone=("ScaleBackward0",),
+             bucket_recompiles=True, bindings_rewritten=True, bindings_recompile=True),
     # the native function's key changes, its Function's text does not
     Scenario("native only", edits=(("nf", f"myops::{SCALE}\n  variants: function",
                                     f"myops::{SCALE}\n  variants: function\n  dispatch:\n    CPU: scale_cpu"),),
@@ -113,9 +128,10 @@ EDITS = [
              regenerated=("MulBackward1", "MulBackward2"),
              ops=("MulBackward0", "MulBackward1", "MulBackward2", "ScaleBackward0"),
              reasons={"MulBackward1": "derivatives entry changed", "MulBackward2": "renamed from MulBackward1"},
-             alone=("MulBackward1", "MulBackward2"), bucket_recompiles=True),
+             alone=("MulBackward1", "MulBackward2"), bucket_recompiles=True, bindings_rewritten=True,
+             bindings_recompile=True),
     Scenario("entry removed", edits=(("d", MUL_SCALAR, ""),), removed=("MulBackward1",),
              ops=("MulBackward0", "ScaleBackward0"), reasons={"MulBackward1": "no longer in the specs"},
-             bucket_recompiles=True),
+             bucket_recompiles=True, bindings_rewritten=True, bindings_recompile=True),
 ]
 BY_NAME = {s.name: s for s in EDITS}

@@ -92,12 +92,15 @@ class ExampleOps:
     natives: tuple[str, ...]     # native functions with a kernel, e.g. myops::scale.out
     kernels: tuple[str, ...]     # their TU stems, e.g. myops_scale_out
 
-    def objects(self, buckets: int) -> list[str]:
+    def objects(self, buckets: int, python: bool = True) -> list[str]:
         """The objects a cold build with `buckets` unity buckets compiles (+ the
-        hand-written kernels.cpp); 0: one per unit."""
+        hand-written kernels.cpp, + with `python` the Functions' binding TUs);
+        0: one per unit."""
+        from codegen.emit.python_bindings import sources
         units = [f"bucket_{i}.os" for i in range(buckets)] if buckets else \
             [f + ".os" for f in self.functions + self.kernels]
-        return sorted(units + ["kernels.os"])
+        bindings = [os.path.basename(s)[:-len(".cpp")] + ".os" for s in sources(len(self.functions))] if python else []
+        return sorted(units + ["kernels.os"] + bindings)
 
 
 @functools.lru_cache(maxsize=None)

@@ -62,13 +62,15 @@ def test_edit_rules_an_edited_function_compiles_in_its_edit_tu_only(built_repo):
     # Now its header changes (it saves `self` too): its bucket's old text
     # would not compile against it, so that bucket is rewritten, once.  The
     # kernels of scale, scale_ and scale.out save it too, and include that
-    # header: theirs are rewritten as well.
+    # header: theirs are rewritten as well.  Its Python bindings gain
+    # `_saved_self`: the one binding TU recompiles, once.
     edit(d, "self: grad * alpha * 3", "self: grad * alpha * self.sign()")
     third = compiled(scons(built_repo, *EXAMPLE_ARGS).stdout)
     lay = read_manifest(os.path.join(built_repo, GEN, MANIFEST))[0].layout
     assert {"ScaleBackward0", "myops::scale"} <= set(lay.alone) and lay.shadowed == ()
     assert third == sorted({f"bucket_{bucket_of(u, lay.buckets)}.os" for u in lay.alone}
-                           | {f"edited_{slot_of(u, lay.slots)}.os" for u in lay.alone}), third
+                           | {f"edited_{slot_of(u, lay.slots)}.os" for u in lay.alone} | {"bindings_0.os"}), third
+    # The same values saved: no bindings recompile.
     edit(d, "self: grad * alpha * self.sign()", "self: grad * alpha * self.sgn()")
     fourth = scons(built_repo, *EXAMPLE_ARGS).stdout
     assert compiled(fourth) == [f"edited_{slot_of('ScaleBackward0', lay.slots)}.os"]

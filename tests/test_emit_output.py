@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from codegen.emit import python_bindings
+
 from codegen.emit.options import EmitOptions
 from codegen.layout import Layout, bucket_of, slot_of
 from codegen.manifest import MANIFEST, read_manifest
@@ -73,9 +75,11 @@ def test_generation_is_byte_identical_in_any_folder(generated, real_specs, torch
     first, second = tree(a), tree(b / "gen")
     assert first == second
     n = torch_counts.functions
-    assert len(first) == n * 2 + 4 + 3   # per-op pairs, preludes + load check + umbrella, buckets
+    shards = len(python_bindings.sources(n - torch_counts.foreach_derived))   # torch binds no derived foreach
+    # per-op pairs, preludes + load check + umbrella, buckets, the bindings' header and TUs
+    assert len(first) == n * 2 + 4 + 3 + 1 + shards
     assert r1.stdout.startswith(f"{a}: {n} Functions: {n} regenerated, 0 unchanged, 0 removed; ")
-    assert r1.stdout.endswith("; compiled as 3 buckets\n")
+    assert r1.stdout.endswith(f"; compiled as 3 buckets, Python bindings in {shards} TUs ({shards} rewritten)\n")
     for text in first.values():
         assert str(tmp_path.parent).encode() not in text and REPO.encode() not in text
         assert b"\r" not in text
@@ -122,6 +126,10 @@ def test_editing_one_entry_rewrites_only_its_functions(generated, real_specs, to
     slots = read_manifest(str(out / MANIFEST))[0].layout.slots   # kept from the first generation
     edit_tus = {f"unity/edited_{slot_of(op, slots)}.cpp" for op in edited}
     changed = changed | {f"unity/bucket_{bucket_of(op, 3)}.cpp" for op in headers}
+    # Here a header changes exactly when what the Function saves does: then
+    # (only then) its binding TU is rewritten.
+    shards = len(python_bindings.sources(torch_counts.functions - torch_counts.foreach_derived))
+    changed |= {python_bindings.shard_file(python_bindings.shard_of(op, shards)) for op in headers}
     assert {p for p in before if before[p] != after.get(p)} == changed
     assert set(after) == set(before) | edit_tus
     assert {p for p, t in mtimes(out).items() if t != stamps.get(p)} == changed | edit_tus  # nothing else
@@ -205,22 +213,25 @@ def test_cli_reports_and_prunes(tmp_path):
     r = run_generate(*args, "--namespace", "my::grads", "--unity", "2", "--include", "my/helpers.h")
     assert r.returncode == 0, r.stderr
     assert r.stdout == (f"{tmp_path / 'out'}: 2 Functions: 2 regenerated, 0 unchanged, 0 removed; no trusted "
-                        "manifest: 2 (MyMulBackward0, MyScaleBackward0); compiled as 2 buckets\n")
+                        "manifest: 2 (MyMulBackward0, MyScaleBackward0); compiled as 2 buckets, "
+                        "Python bindings in 1 TU (1 rewritten)\n")
     out = tree(tmp_path / "out")
     assert sorted(out) == ["Functions.h", "functions/MyMulBackward0.cpp", "functions/MyMulBackward0.h",
                            "functions/MyScaleBackward0.cpp", "functions/MyScaleBackward0.h",
-                           "load_check.h", "prelude.h", "prelude_impl.h", "unity/bucket_0.cpp",
-                           "unity/bucket_1.cpp"]
+                           "load_check.h", "prelude.h", "prelude_impl.h", "python/bindings.h",
+                           "python/bindings_0.cpp", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
     assert b"namespace my::grads {" in out["functions/MyMulBackward0.h"]
     assert b'#include "my/helpers.h"' in out["prelude_impl.h"]
     assert b"TORCH_API" not in out["functions/MyMulBackward0.h"]
 
     r = run_generate(*args, "--namespace", "my::grads", "--unity", "2", "--include", "my/helpers.h")
     assert r.stdout == (f"{tmp_path / 'out'}: 2 Functions: 0 regenerated, 2 unchanged, 0 removed; inputs "
-                        "unchanged (specs not parsed); compiled as 2 buckets\n")
+                        "unchanged (specs not parsed); compiled as 2 buckets, Python bindings in 1 TU\n")
 
+    # one entry fewer, one TU per unit, and no bindings: python/ is pruned
     d.write_text(DERIVATIVES.split("\n\n")[0] + "\n")
-    r = run_generate(*args, "--namespace", "my::grads", "--include", "my/helpers.h", "--unity", "0", "--quiet")
+    r = run_generate(*args, "--namespace", "my::grads", "--include", "my/helpers.h", "--unity", "0", "--quiet",
+                     "--no-python")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"{tmp_path / 'out'}: 1 Functions: 0 regenerated, 1 unchanged, 1 removed; ")
     assert r.stdout.endswith("compiled as 1 TU, one per unit (unity=0)\n")

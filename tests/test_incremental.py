@@ -22,7 +22,7 @@ from codegen.incremental import Request
 from codegen.keys import canonical, unit_key
 from codegen.layout import slot_of
 from codegen.manifest import FORMAT, MANIFEST
-from codegen.report import explain, report
+from codegen.report import explain, layout_line, report
 from codegen.units import Kind
 from scons_helpers import tree
 from spec_facts import REPO
@@ -103,6 +103,9 @@ def test_edit_regenerates_exactly_what_changed(specs, sc):
     assert r.sources == sc.sources
     assert (r.layout.alone, r.layout.shadowed) == (sc.alone, sc.shadowed)
     assert (f"{scenarios.BUCKET}" in changed) == sc.bucket_recompiles
+    # the bindings: rewritten exactly when what a Function saves (or the set of Functions) changed
+    assert (scenarios.BINDINGS in changed) == sc.bindings_rewritten
+    assert r.bindings_rewritten == ([scenarios.BINDINGS] if sc.bindings_rewritten else [])
 
 
 def test_noop_report(specs):
@@ -119,6 +122,20 @@ def test_formula_edit_report_and_explain(specs):
     assert explain(r, "ScaleBackward0").startswith(
         "ScaleBackward0: regenerated: derivatives entry changed")
     assert explain(r, "MulBackward0").startswith("MulBackward0: up to date: key")
+    # the same values saved: its bindings are untouched, and the report and explain say so
+    assert explain(r, "ScaleBackward0").endswith(f"; its Python bindings compile in {scenarios.BINDINGS} (unchanged)")
+    assert "Python bindings in 1 TU (0 rewritten)" in layout_line(r)
+
+
+def test_an_edit_that_saves_more_explains_its_rewritten_bindings(specs):
+    scenarios.BY_NAME["formula saves more"].apply(specs.root)
+    r = specs.update()
+    assert explain(r, "ScaleBackward0").endswith(f"; its Python bindings compile in {scenarios.BINDINGS} (rewritten)")
+    assert "Python bindings in 1 TU (1 rewritten)" in layout_line(r)
+    with open(os.path.join(specs.out, scenarios.BINDINGS)) as f:
+        assert "_saved_self" in f.read()
+    r = specs.update(EmitOptions(kernels=False, python=False))
+    assert explain(r, "ScaleBackward0").endswith("; no Python bindings (python=False)")
 
 
 def test_native_only_edit_explains_identical_output(specs):
@@ -228,9 +245,9 @@ def test_dry_run_writes_nothing(specs):
 
 def test_unity_sources_are_the_buckets(specs):
     r = specs.update(unity=2)
-    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp", scenarios.BINDINGS]
     r = specs.update(unity=1)
-    assert r.sources == ["unity/bucket_0.cpp"]
+    assert r.sources == ["unity/bucket_0.cpp", scenarios.BINDINGS]
     assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
 
 
@@ -258,7 +275,7 @@ def test_shadowed_text_stays_until_the_bucket_is_damaged(specs):
     with open(bucket) as f:
         text = f.read()
     assert "grad * alpha * 2" in text and "by hand" not in text
-    assert r.sources == [scenarios.BUCKET]
+    assert r.sources == [scenarios.BUCKET, scenarios.BINDINGS]
 
 
 KILLER = """

@@ -34,7 +34,7 @@ LIB = os.path.join("build", "example", "myops_ext.so")
 # Two unity buckets (of the Functions and op kernels) and the hand-written
 # kernels.cpp: 3 TUs; pinned, so that the counts do not depend on the CPU count.
 LAYOUT = ("UNITY=2",)
-COLD = ["bucket_0.os", "bucket_1.os", "kernels.os"]
+COLD = ["bindings_0.os", "bucket_0.os", "bucket_1.os", "kernels.os"]
 # Real compiles: -O0 as these tests are not about speed.
 REAL = LAYOUT + ("OPT=-O0",)
 
@@ -273,7 +273,7 @@ def test_distcc_compiles_every_tu_on_the_daemon_and_switching_it_off_recompiles_
         out = ok(run_scons(root, *REAL, "-j2", "LAUNCHER=distcc", env=d.client_env()))
         jobs = d.compiles()
     built = sources(out)
-    assert built == ["bucket_0.cpp", "bucket_1.cpp", "kernels.cpp"]
+    assert built == ["bindings_0.cpp", "bucket_0.cpp", "bucket_1.cpp", "kernels.cpp"]
     assert all(line.startswith("distcc ") for line in compile_lines(out))
     # Every compile, generated and hand-written, ran on the daemon, and only there.
     assert sorted(status for status, _, _ in jobs) == ["COMPILE_OK"] * len(built)

@@ -78,13 +78,15 @@ def host(tmp_path_factory):
 def test_host_project_builds_its_library_with_the_generated_functions(host):
     out = scons(host, "-j2").stdout
     # host::scale is the host's own op: it also gets its registration + Autograd kernel.
-    # The Function and the op kernel compile in one bucket (2 units).
-    assert compiled(out) == ["bucket_0.os", "own.os"]
+    # The Function and the op kernel compile in one bucket (2 units), the
+    # Function's Python bindings in a binding TU.
+    assert compiled(out) == ["bindings_0.os", "bucket_0.os", "own.os"]
     assert report(out)[0].startswith("build/ext/gen: 1 Functions + 1 op kernels: 2 regenerated")
     gen = os.path.join(host, "build", "ext", "gen")
     assert sorted(os.listdir(os.path.join(gen, "functions"))) == ["ScaleBackward0.cpp", "ScaleBackward0.h"]
     assert sorted(os.listdir(os.path.join(gen, "ops"))) == ["host_scale.cpp"]
     assert sorted(os.listdir(os.path.join(gen, "unity"))) == ["bucket_0.cpp", "bucket_0.os"]
+    assert sorted(os.listdir(os.path.join(gen, "python"))) == ["bindings.h", "bindings_0.cpp", "bindings_0.os"]
     assert not os.path.exists(os.path.join(host, "ext", "gen"))  # nothing in the source tree
     symbols = subprocess.run(["nm", "-DC", "--defined-only", os.path.join(host, "build", "ext", "libhostops.so")],
                              capture_output=True, text=True).stdout
@@ -105,5 +107,5 @@ def test_host_project_no_op_then_one_edit_recompiles_one_object(host):
     assert compiled(out) == [edit_tu]
     # The bucket is linked as its weakened copy (codegen/weaken.py), through
     # the host's environment, without any flag of the tool's.
-    assert linked(out, "libhostops.so") == sorted([edit_tu, "bucket_0.weak.os", "own.os"])
+    assert linked(out, "libhostops.so") == sorted([edit_tu, "bindings_0.os", "bucket_0.weak.os", "own.os"])
     assert "allow-multiple-definition" not in out

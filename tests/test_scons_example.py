@@ -23,6 +23,7 @@ from scons_helpers import clone, compiled, edit, linked, report, scons
 import extension_checks as checks
 from spec_facts import REPO, example_ops
 
+from codegen.emit import python_bindings
 from codegen.layout import bucket_of, slot_of
 
 pytestmark = pytest.mark.compile
@@ -32,6 +33,8 @@ EXAMPLE = example_ops(os.path.join(REPO, "specs"))
 BUCKETS = 2   # pinned (UNITY=2), so that the objects do not depend on the CPU count
 FUNCTIONS, KERNELS, OBJECTS = EXAMPLE.functions, EXAMPLE.kernels, EXAMPLE.objects(BUCKETS)
 N_F, N_K = len(FUNCTIONS), len(KERNELS)
+N_PY = len(python_bindings.sources(N_F))   # the Functions' Python binding TUs
+PY = f"Python bindings in {N_PY} TU{'s' if N_PY != 1 else ''}"
 # -O0: these tests are about what gets built, not how fast it runs.
 ARGS = ("-j2", "OPT=-O0", f"UNITY={BUCKETS}")
 
@@ -66,8 +69,9 @@ def test_cold_build_compiles_every_function_and_kernel(cold):
     line = report(out)[0]
     assert line.startswith(f"build/example/gen: {N_F} Functions + {N_K} op kernels: {N_F + N_K} regenerated, "
                            "0 unchanged")
-    assert line.endswith(f"; compiled as {BUCKETS} buckets; {BUCKETS} compiled ({BUCKETS} buckets, 0 other TUs)")
-    assert report(out)[1] == f"{len(OBJECTS)} objects compiled in all ({BUCKETS} generated, 1 other)"
+    assert line.endswith(f"; compiled as {BUCKETS} buckets, {PY} ({N_PY} rewritten); {BUCKETS + N_PY} compiled "
+                         f"({BUCKETS} buckets, {N_PY} other TU{'s' if N_PY != 1 else ''})")
+    assert report(out)[1] == f"{len(OBJECTS)} objects compiled in all ({BUCKETS + N_PY} generated, 1 other)"
     symbols = subprocess.run(["nm", "-DC", "--defined-only", os.path.join(root, LIB)],
                              capture_output=True, text=True).stdout
     for op in FUNCTIONS:
@@ -108,7 +112,7 @@ def test_second_build_regenerates_nothing_and_compiles_nothing(cold, cache):
     assert f"`{LIB}' is up to date." in out
     assert report(out) == [f"build/example/gen: {N_F} Functions + {N_K} op kernels: 0 regenerated, "
                            f"{N_F + N_K} unchanged, 0 removed; inputs unchanged (specs not parsed); "
-                           f"compiled as {BUCKETS} buckets; 0 compiled (0 buckets, 0 other TUs)",
+                           f"compiled as {BUCKETS} buckets, {PY}; 0 compiled (0 buckets, 0 other TUs)",
                            "0 objects compiled in all (0 generated, 0 other)"]
 
 
@@ -161,10 +165,11 @@ def test_editing_one_formula_recompiles_its_edit_tu_only_and_changes_the_gradien
                         f"{N_F + N_K - 1} unchanged, "
                         "0 removed; derivatives entry changed: 3 (ScaleBackward0, myops::scale, "
                         "myops::scale_); 2 re-rendered identical, left untouched; compiled as 2 buckets + 1 "
-                        "unit in 1 edit TU (ScaleBackward0), 1 overriding its old text in a bucket; "
-                        "1 compiled (0 buckets, 1 other TU)")
+                        f"unit in 1 edit TU (ScaleBackward0), 1 overriding its old text in a bucket, {PY} "
+                        "(0 rewritten); 1 compiled (0 buckets, 1 other TU)")
     assert lines[1].startswith("explain: ScaleBackward0: regenerated: derivatives entry changed")
-    assert lines[1].endswith("overridden at link (that bucket was not recompiled)")
+    assert lines[1].endswith("overridden at link (that bucket was not recompiled); its Python bindings compile "
+                             "in python/bindings_0.cpp (unchanged)")
     # A fresh process sees the new formula: d(2.5 x)/dx is now reported as 5.
     proc = subprocess.run([sys.executable, "-c", RELOADED, os.path.join(root, "specs", "python"),
                            os.path.join(root, LIB)], capture_output=True, text=True)

@@ -20,7 +20,7 @@ ARGS = TINY_ARGS
 GEN = os.path.join("build", "example", "gen")
 LIB = "myops_ext.so"
 OWN_OBJECTS = ["module.os"]  # the fixture's hand-written C++
-ALL_OBJECTS = sorted(["bucket_0.os"] + OWN_OBJECTS)   # the cold layout: one bucket
+ALL_OBJECTS = sorted(["bucket_0.os", "bindings_0.os"] + OWN_OBJECTS)   # the cold layout: one bucket, one binding TU
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from scons_helpers import FAKE_CXX, REPO, compiled, edit, report, scons
 
 SITE = os.path.join(REPO, "site_scons")
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
-OBJECTS = ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os"]
+# the Functions (unity=0: one TU each) and their Python bindings (one binding TU)
+OBJECTS = ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os", "bindings_0.os"]
 SKIPPED = "per-op graph not declared"
 
 SCONSTRUCT = f"""
@@ -75,7 +76,7 @@ def test_noop_does_not_declare_the_graph(proj):
     out = run(root, pch)
     assert compiled(out) == [] and not linked(out)
     assert report(out) == ["build/gen: 3 Functions: 0 regenerated, 3 unchanged, 0 removed; inputs unchanged "
-                           "(specs not parsed); compiled as 3 TUs, one per unit (unity=0); library up to date "
+                           "(specs not parsed); compiled as 3 TUs, one per unit (unity=0), Python bindings in 1 TU; library up to date "
                            f"since its last build: {SKIPPED}",
                            "0 objects compiled in all (0 generated, 0 other)"]
 

@@ -18,6 +18,20 @@ ATEN_SPECS_NAMESPACE = "autograd_ext::generated"
 TORCH_MANUAL_INCLUDES: tuple[str, ...] = ("torch/csrc/autograd/FunctionsManual.h",)
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def parse_python(value) -> bool:
+    """`python=` as a user gives it (a bool, or 1/0, true/false, yes/no, on/off
+    from a command line).  Raises ValueError with the reason."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValueError(f"python must be a boolean (True/False, 1/0), not {value!r}")
+
+
 @dataclass(frozen=True)
 class EmitOptions:
     # Our classes must not live in libtorch's `torch::autograd::generated`,
@@ -34,6 +48,10 @@ class EmitOptions:
     # registration and Autograd kernel (emit/kernels.py): what an extension
     # declaring its own ops needs.  ATen's are libtorch's own.
     kernels: bool = True
+    # Also generate the Functions' Python bindings (emit/python_bindings.py):
+    # typed grad_fn, `_saved_*` properties.  Off for a library used from C++
+    # alone, which then needs neither libtorch_python nor Python's symbols.
+    python: bool = True
 
     @property
     def ns(self) -> str:
@@ -48,6 +66,8 @@ class EmitOptions:
         if self.namespace == LIBTORCH_NAMESPACE:
             raise ValueError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
                              f"would be defined twice; choose another")
+        if not isinstance(self.python, bool):
+            raise ValueError(f"python must be True or False, not {self.python!r}")
         for h in self.includes:
             if not h or any(c in h for c in "\n\r") or h.strip() != h:
                 raise ValueError(f"include {h!r} is not a header path")

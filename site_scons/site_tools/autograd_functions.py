@@ -15,7 +15,11 @@ builds of one tree never interleave.
                                  derivatives='derivatives.yaml')
     env.SharedLibrary('ext', cpps + ['module.cpp'])
 
-`unity='auto'` (default) picks the bucket count from the number of units
+`python=True` (default) also generates the Functions' Python bindings
+(`python/bindings_<k>.cpp`, among the returned TUs: typed `grad_fn`,
+`_saved_*` properties; codegen/emit/python_bindings.py), which need
+`libtorch_python`; `python=False` generates none, for a library used from
+C++ alone.  `unity='auto'` (default) picks the bucket count from the number of units
 and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  The TUs
 come in link order.  While an edited unit overrides its old text in a
 bucket (`AUTOGRAD_OVERRIDE`, on where objcopy and nm work on ELF objects),
@@ -93,25 +97,25 @@ def _explain_units():
 
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
                       namespace=None, unity="auto", includes=(), pch=False,
-                      kernels=True):
+                      kernels=True, python=True):
     nodes, result = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                              includes, kernels)
+                              includes, kernels, python)
     out = _no_duplicate(env.Dir(outdir))
     import autograd_override
     return autograd_override.overridden(env, out, result, _pch_objects(env, out, nodes) if pch else nodes,
                                         _no_duplicate)
 
 
-def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
+def _request(env, outdir, namespace, unity, includes, kernels, python, dry_run):
     import autograd_override
-    from codegen.emit.options import EmitOptions
+    from codegen.emit.options import EmitOptions, parse_python
     from codegen.incremental import Request
     from codegen.layout import parse_unity
     if isinstance(includes, str):
         includes = [includes]
     try:
         opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
-                           kernels=bool(kernels))
+                           kernels=bool(kernels), python=parse_python(python))
         return Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
                        dry_run=dry_run, override=autograd_override.can_override(env))
     except ValueError as e:
@@ -119,7 +123,7 @@ def _request(env, outdir, namespace, unity, includes, kernels, dry_run):
 
 
 def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity, includes,
-              kernels=True):
+              kernels=True, python=True):
     """(generated TU nodes, incremental.Result or None when cleaning)."""
     _import_codegen()
     from codegen import incremental
@@ -127,7 +131,7 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
     from codegen.lock import lock_folder, remove_made_folder
     from codegen.manifest import MANIFEST, read_manifest
     dry = bool(SCons.Script.GetOption("no_exec"))
-    request = _request(env, outdir, namespace, unity, includes, kernels, dry)
+    request = _request(env, outdir, namespace, unity, includes, kernels, python, dry)
     out = _no_duplicate(env.Dir(outdir))
     for sub in incremental.OWNED_FOLDERS:
         _no_duplicate(out.Dir(sub))
@@ -205,7 +209,7 @@ def _pch_objects(env, out, sources):
 
 def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=None,
                     namespace=None, unity="auto", includes=(), pch=False,
-                    kernels=True):
+                    kernels=True, python=True):
     """Generate, compile and link the Functions into one shared library;
     when a stamp (autograd_stamp.py) says nothing changed since it was
     built, return it as a plain file without declaring the per-op graph."""
@@ -214,7 +218,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     env.AppendUnique(CPPPATH=[_no_duplicate(env.Dir(outdir))])  # for the caller's own code
     env = env.Clone()  # the key must describe the environment the builders use
     nodes, result = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                              includes, kernels)
+                              includes, kernels, python)
     out = _no_duplicate(env.Dir(outdir))
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
