@@ -14,13 +14,15 @@ import pytest
 
 from cuda_helpers import fake_cuda_facts, install_fake_nvcc
 from scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, linked, scons
+from spec_facts import example_ops
 
 sys.path.insert(0, os.path.join(REPO, "site_scons"))
 import cuda_flags  # noqa: E402
 
 ARGS = ("-j2", f"CXX={FAKE_CXX}")
 CU_OBJECT = "kernels_cuda.os"
-CPP_OBJECTS = ["bucket_0.os", "bucket_1.os", "kernels.os"]
+# -j2: two buckets (UNITY=auto), the binding TUs and the hand-written kernels.cpp
+CPP_OBJECTS = example_ops(os.path.join(REPO, "specs")).objects(2)
 WITHOUT = "-DAUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"
 
 
