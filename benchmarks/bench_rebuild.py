@@ -420,8 +420,8 @@ def main(argv=None) -> int:
     res["command"] = "python benchmarks/bench_rebuild.py " + " ".join(argv if argv is not None else sys.argv[1:])
     res["seconds_total"] = time.perf_counter() - bench.t0
     print("\n" + rebuild_report.table(res))
-    if out and not rebuild_report.write(res, out, chart_needed=not args.quick):
-        return 1
+    if out:
+        rebuild_report.write(res, out)  # (a missing matplotlib skips the chart: not a failure)
     print(f"total {res['seconds_total']:.0f} s; load average at the end {res['machine_end']['loadavg'][0]:.2f}")
     if bench.failures:
         print(f"\nbench_rebuild: {len(bench.failures)} cache-hit check(s) failed:", file=sys.stderr)
