@@ -26,6 +26,7 @@ from .unity_files import (bucket_file, bucket_index, included, included_by_membe
                           render_edit_tus)
 from .unity_files import sources as layout_sources
 from .manifest import MANIFEST, Manifest, discard_manifest, read_manifest, write_manifest
+from .native_cache import NATIVE_CACHE, NativeCache
 from .units import FOLDERS, Kind, Unit
 from .writer import prune, same_bytes, stat_of, write_files
 
@@ -117,7 +118,8 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
                       list(old.sources), old.layout, keys={k.name: k.key for k in old.units})
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
-    units = render.load(native_functions, derivatives, tags, kernels=request.opts.kernels)
+    cache = NativeCache(os.path.join(out_dir, NATIVE_CACHE))
+    units = render.load(native_functions, derivatives, tags, kernels=request.opts.kernels, native_cache=cache)
     keys = [unit_key(u, options, generator) for u in units]
     state = _State(out_dir, old, dirty, options, generator, warning)
     files, owner, result = state.render(units, keys, request, render)
@@ -133,6 +135,7 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
         raise OSError(f"generated file vanished during generation: {missing[0]}")
     write_manifest(mpath, Manifest(inputs, generator, options, keys, owner, stats, result.layout,
                                    result.sources))
+    cache.flush()  # (after the manifest: the cache only ever holds a parse of a good update)
     return result
 
 

@@ -60,10 +60,15 @@ def _gc_paused():
             gc.enable()
 
 
-def load_specs(native_functions: str, derivatives: str, tags: Optional[str] = None) -> Specs:
+def load_specs(native_functions: str, derivatives: str, tags: Optional[str] = None,
+               native_cache=None) -> Specs:
+    """`native_cache`: a native_cache.NativeCache keeping the parsed native
+    functions between runs; None: parse them."""
     with _gc_paused():
         valid_tags = load_tags(tags)
-        native = parse_native_functions(native_functions, read_text(native_functions), valid_tags)
+        text = read_text(native_functions)
+        native = (native_cache.parse(native_functions, text, valid_tags) if native_cache is not None
+                  else parse_native_functions(native_functions, text, valid_tags))
         entries = load_entries(derivatives, read_text(derivatives))
     # Ops declared to decompose (`dispatch: {CompositeImplicitAutograd: k}`)
     # never need an entry: specs of only those may have an empty file.

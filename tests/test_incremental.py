@@ -22,6 +22,7 @@ from codegen.incremental import Request
 from codegen.keys import canonical, unit_key
 from codegen.layout import slot_of
 from codegen.manifest import FORMAT, MANIFEST
+from codegen.native_cache import NATIVE_CACHE
 from codegen.report import explain, report
 from codegen.units import Kind
 from scons_helpers import tree
@@ -60,10 +61,13 @@ class Specs:
         scenarios.edit(self.nf if which == "nf" else self.d, old, new)
 
     def snapshot(self):
-        """relpath -> (bytes, mtime_ns) of every file under the output folder."""
+        """relpath -> (bytes, mtime_ns) of every file under the output folder
+        (but the parse cache, an optimisation: tests/test_native_cache.py)."""
         out = {}
         for dirpath, _, names in os.walk(self.out):
             for n in names:
+                if n == NATIVE_CACHE:
+                    continue
                 p = os.path.join(dirpath, n)
                 with open(p, "rb") as f:
                     out[os.path.relpath(p, self.out)] = (f.read(), os.stat(p).st_mtime_ns)
