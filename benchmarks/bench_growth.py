@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""How generation cost grows with the specs: K synthetic copies of torch's.
+
+For K = 1, 2, 4, 8 it writes specs holding K copies of torch 2.13's
+native_functions.yaml and derivatives.yaml (copy c > 0 renames every
+operator, see `renamed`), then times, in fresh subprocesses, `python -m
+codegen generate` (what the SCons tool runs while reading the SConscripts,
+with its options: --override, -j2 layout):
+
+  cold      into an empty folder;
+  no-op     again, nothing changed (the manifest's fast path: no YAML read);
+  one edit  one formula of the first copy edited (`logcumsumexp`'s
+            `self: F` becomes `self: (F) * n`): exactly one Function must be
+            regenerated (checked: a miscount exits 1).
+
+Each figure is the median of --repeat runs (alternating K's order); the
+table gives each against K=1 and the one edit against the cold generation.
+Targets: the one edit at 8x costs at most 0.6x the cold generation at 8x,
+and no figure grows faster than K (ratio to K=1 at most 1.1 K: wall
+time on a shared machine varies by more than 5% between runs).
+
+    python benchmarks/bench_growth.py [--repeat 3] [--ks 1,2,4,8] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+from _common import FUNCTIONS_MANUAL, machine, spec_paths, summarize, timed
+
+EDITED = "logcumsumexp(Tensor self, int dim) -> Tensor"
+_FOREACH = "_foreach_"
+_AUGMENTED = {"add", "sub", "mul", "div", "mod", "pow", "lshift", "rshift", "and", "xor", "or"}
+_FUNC = re.compile(r"^(- (?:func|name): *)([A-Za-z0-9_]+)(?=[.(])", re.M)
+_REFS = re.compile(r"^(  (?:structured_delegate|autogen): )(.+)$", re.M)
+_SUMMARY = re.compile(r"(\d+) regenerated, (\d+) unchanged, (\d+) removed")
+
+
+def renamed(name: str, c: int) -> str:
+    """Operator `name` in copy c: a suffix that keeps what torchgen's
+    matching reads from names (an in-place op's trailing underscore, a
+    dunder's augmented form, `_foreach_X` of X, the view_copy `X_copy` of
+    X, the `X_functional` variant of X)."""
+    if c == 0:
+        return name
+    if name.startswith(_FOREACH):
+        return _FOREACH + renamed(name[len(_FOREACH):], c)
+    dunder = re.fullmatch(r"__([^_]+)__", name)
+    if dunder:  # a dunder name has no underscore inside: __iand__ becomes and_k1_ (in-place)
+        base = dunder.group(1)
+        return f"{base[1:]}_k{c}_" if base[1:] in _AUGMENTED and base[0] == "i" else f"{base}_k{c}"
+    base = name.rstrip("_")
+    tail = name[len(base):]
+    for kept in ("_copy", "_functional"):  # X_copy (view_copy of X), X_functional (functional X)
+        if base.endswith(kept) and base != kept:
+            return renamed(base[:-len(kept)], c) + kept + tail
+    return f"{base}_k{c}{tail}"
+
+
+def _rename_refs(m: re.Match, c: int) -> str:
+    refs = [r.strip() for r in m.group(2).split(",")]
+    return m.group(1) + ", ".join(renamed(r.split(".", 1)[0], c) + r[len(r.split(".", 1)[0]):] for r in refs)
+
+
+def copy_of(text: str, c: int) -> str:
+    """A spec file's text with every operator of copy c renamed."""
+    text = _FUNC.sub(lambda m: m.group(1) + renamed(m.group(2), c), text)
+    return _REFS.sub(lambda m: _rename_refs(m, c), text)
+
+
+def write_specs(folder: str, k: int) -> tuple[str, str, str]:
+    """(native_functions, tags, derivatives) of K copies in `folder`."""
+    nf, tags, d = spec_paths()
+    os.makedirs(folder, exist_ok=True)
+    out = []
+    for src in (nf, d):
+        with open(src) as f:
+            text = f.read()
+        dst = os.path.join(folder, os.path.basename(src))
+        with open(dst, "w") as f:
+            f.write("\n".join(copy_of(text, c) for c in range(k)))
+        out.append(dst)
+    shutil.copy(tags, folder)
+    return out[0], os.path.join(folder, "tags.yaml"), out[1]
+
+
+def edit(derivatives: str, n: int) -> None:
+    """The first copy's `logcumsumexp` formula, a new factor each time."""
+    with open(derivatives) as f:
+        text = f.read()
+    head = f"- name: {EDITED}\n"
+    at = text.index(head) + len(head)
+    line_end = text.index("\n", at)
+    line = text[at:line_end]
+    if not line.startswith("  self: "):
+        raise SystemExit(f"bench_growth: expected '  self: ' after {head!r}, found {line!r}")
+    formula = re.sub(r"^\((.*)\) \* \d+$", r"\1", line[len("  self: "):])
+    with open(derivatives, "w") as f:
+        f.write(text[:at] + f"  self: ({formula}) * {n}" + text[line_end:])
+
+
+def generate(specs: tuple[str, str, str], out: str) -> tuple[float, float, tuple[int, int, int]]:
+    """(wall, CPU, (regenerated, unchanged, removed)) of one `python -m codegen generate`."""
+    nf, tags, d = specs
+    cmd = [sys.executable, "-m", "codegen", "generate", "--native-functions", nf, "--tags", tags,
+           "--derivatives", d, "--out", out, "--include", FUNCTIONS_MANUAL, "--override", "--jobs", "2",
+           "--quiet"]
+    r = timed(cmd)
+    m = _SUMMARY.search(r.stdout)
+    if r.returncode or not m:
+        raise SystemExit(f"bench_growth: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr[-3000:]}")
+    return r.wall, r.cpu, tuple(int(x) for x in m.groups())
+
+
+def measure(work: str, ks: list[int], repeat: int, log=print) -> tuple[dict, list[str]]:
+    """K -> {phase: [wall, ...]}, plus the count problems found."""
+    specs = {k: write_specs(os.path.join(work, f"specs{k}"), k) for k in ks}
+    walls: dict = {k: {"cold": [], "noop": [], "edit": [], "cold_cpu": [], "edit_cpu": []} for k in ks}
+    problems, units, n = [], {}, 0
+    for i in range(repeat):
+        for k in ks if i % 2 == 0 else ks[::-1]:
+            out = os.path.join(work, f"gen{k}-{i}")
+            w, cpu, (regen, unchanged, removed) = generate(specs[k], out)
+            units[k] = regen + unchanged
+            walls[k]["cold"].append(w)
+            walls[k]["cold_cpu"].append(cpu)
+            w, _, counts = generate(specs[k], out)
+            walls[k]["noop"].append(w)
+            if counts != (0, units[k], 0):
+                problems.append(f"K={k} no-op: {counts} (regenerated, unchanged, removed)")
+            n += 1
+            edit(specs[k][2], n)
+            w, cpu, counts = generate(specs[k], out)
+            walls[k]["edit"].append(w)
+            walls[k]["edit_cpu"].append(cpu)
+            if counts != (1, units[k] - 1, 0):
+                problems.append(f"K={k} one edit: {counts} (regenerated, unchanged, removed), expected 1 regenerated")
+            log(f"[{i + 1}/{repeat}] K={k}: {units[k]} units; cold {walls[k]['cold'][-1]:.2f} s, "
+                f"no-op {walls[k]['noop'][-1]:.2f} s, one edit {walls[k]['edit'][-1]:.2f} s")
+            shutil.rmtree(out, ignore_errors=True)
+    res = {k: {p: summarize(v) for p, v in walls[k].items()} | {"units": units[k]} for k in ks}
+    return res, problems
+
+
+def table(res: dict) -> tuple[str, list[dict]]:
+    """The Markdown table and the targets (met or not)."""
+    ks = sorted(res)
+    base = res[ks[0]]
+    rows = ["| K (copies of torch's specs) | units | cold generation, s | no-op, s | one formula edited, s "
+            "| one edit / cold | cold / K=1 | no-op / K=1 | one edit / K=1 |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    targets = []
+    for k in ks:
+        r = res[k]
+        med = {p: r[p]["median"] for p in ("cold", "noop", "edit")}
+        ratio = {p: med[p] / base[p]["median"] for p in med}
+        rows.append(f"| {k} | {r['units']} | {med['cold']:.2f} | {med['noop']:.2f} | {med['edit']:.2f} | "
+                    f"{med['edit'] / med['cold']:.2f}x | {ratio['cold']:.2f} | {ratio['noop']:.2f} | "
+                    f"{ratio['edit']:.2f} |")
+        if k != ks[0]:
+            growth = max(ratio.values()) / (k / ks[0])
+            targets.append({"what": f"K={k}: largest ratio to K={ks[0]}, over {k // ks[0]} (at most linear, "
+                                    "10% for noise)", "value": growth, "limit": "<= 1.1", "ok": growth <= 1.1})
+    top = res[ks[-1]]
+    e = top["edit"]["median"] / top["cold"]["median"]
+    targets.append({"what": f"K={ks[-1]}: one edit / cold generation", "value": e, "limit": "<= 0.6", "ok": e <= 0.6})
+    rows += ["", "Medians of the repetitions (wall seconds, one fresh `python -m codegen generate` each).", ""]
+    rows += [f"- {t['what']}: {t['value']:.2f} (target {t['limit']}): {'met' if t['ok'] else 'NOT MET'}"
+             for t in targets]
+    return "\n".join(rows) + "\n", targets
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each K (default %(default)s)")
+    ap.add_argument("--ks", default="1,2,4,8", help="copy counts, comma-separated (default %(default)s)")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--workdir", metavar="DIR", help="work here (default: a temporary folder, removed)")
+    args = ap.parse_args(argv)
+    ks = sorted(int(k) for k in args.ks.split(","))
+    work = args.workdir or tempfile.mkdtemp(prefix="bench_growth_")
+    start = machine()
+    print(f"work folder {work}; load average {start['loadavg'][0]:.2f}", flush=True)
+    try:
+        res, problems = measure(work, ks, args.repeat, log=lambda m: print(m, flush=True))
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    text, targets = table(res)
+    print("\n" + text)
+    end = machine()
+    print(f"load average: {start['loadavg'][0]:.2f} at the start, {end['loadavg'][0]:.2f} at the end")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": res, "targets": targets, "problems": problems, "machine_start": start,
+                       "machine_end": end, "command": "python benchmarks/bench_growth.py " +
+                       " ".join(argv if argv is not None else sys.argv[1:])}, f, indent=1)
+    for p in problems:
+        print(f"bench_growth: count check failed: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
