@@ -6,7 +6,8 @@ the oldest SCons the tool supports; a host SConstruct in a temporary folder
 outside the checkout loads the tool and its helpers from the installed
 `autograd_scons` package, generates a tiny extension's Functions and
 compiles and links them with the stand-in compiler; `python -m codegen`
-works from the wheel; and no module is ever imported from the checkout.
+works from the wheel; no module is ever imported from the checkout; and an
+editable install of the same source generates the same files.
 An SCons older than the tool supports is refused in one line.
 
 Needs PyPI (scons, PyYAML, xxhash for the venv): without it, skipped.
@@ -21,7 +22,7 @@ import textwrap
 
 import pytest
 
-from scons_helpers import compiled, report
+from scons_helpers import compiled, report, tree
 from spec_facts import REPO
 
 pytestmark = pytest.mark.slow  # a wheel build and a venv (~30 s); the stand-in compiler
@@ -83,7 +84,8 @@ def _checkout_files():
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
-    """(venv python, site-packages) with the wheel and SCONS_MIN installed."""
+    """(venv python, its site-packages, the folder, the source copy the wheel
+    was built from), with the wheel and SCONS_MIN installed."""
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"  # a copy: building in the checkout would leave build/ and egg-info behind
     for rel in _checkout_files():
@@ -93,16 +95,22 @@ def venv(tmp_path_factory):
           "-w", str(tmp / "dist"), str(src)], cwd=tmp)
     wheels = os.listdir(tmp / "dist")
     assert len(wheels) == 1 and wheels[0].endswith(".whl")
-    _run([sys.executable, "-m", "venv", str(tmp / "venv")], cwd=tmp)
-    py = str(tmp / "venv" / "bin" / "python")
+    py = _fresh_venv(tmp, "venv")
+    _run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(tmp / "dist" / wheels[0])], cwd=tmp)
+    site = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp).stdout.strip()
+    return py, site, tmp, src
+
+
+def _fresh_venv(tmp, name):
+    """A venv with SCONS_MIN, PyYAML and xxhash from PyPI (skipped without it)."""
+    _run([sys.executable, "-m", "venv", str(tmp / name)], cwd=tmp)
+    py = str(tmp / name / "bin" / "python")
     deps = _run([py, "-m", "pip", "install", "-q", f"scons=={SCONS_MIN}", "PyYAML", "xxhash"], cwd=tmp,
                 check=False)
     if deps.returncode != 0:
         pytest.skip("cannot install scons/PyYAML/xxhash from PyPI into a fresh venv (needs network access "
                     f"or a pip index): {deps.stderr.strip().splitlines()[-1:]}")
-    _run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(tmp / "dist" / wheels[0])], cwd=tmp)
-    site = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp).stdout.strip()
-    return py, site, tmp
+    return py
 
 
 def _host(tmp, name):
@@ -122,7 +130,7 @@ def _from_checkout(files):
 
 
 def test_installed_tool_builds_an_embedding_sconstruct(venv):
-    py, site, tmp = venv
+    py, site, tmp, src = venv
     host = _host(tmp, "host")
     r = _run([py, "-m", "SCons", "-Q", "-j2"], cwd=host)
     assert "ScaleBackward0" in (host / "build" / "gen" / "Functions.h").read_text()
@@ -138,6 +146,16 @@ def test_installed_tool_builds_an_embedding_sconstruct(venv):
     assert os.path.realpath(seen["tool"]) == os.path.join(site, "autograd_scons", "site_tools",
                                                           "autograd_functions.py")
     assert _from_checkout(files) == []
+    # an editable install of the same source generates the same files
+    ed = _fresh_venv(tmp, "venv-editable")
+    _run([ed, "-m", "pip", "install", "-q", "--no-deps", "-e", str(src)], cwd=tmp)
+    ed_host = _host(tmp, "host-editable")
+    _run([ed, "-m", "SCons", "-Q", "-j2"], cwd=ed_host)
+    assert tree(ed_host / "build" / "gen") == tree(host / "build" / "gen")
+    ed_files = json.loads((ed_host / "modules.json").read_text())["files"]
+    assert os.path.realpath(ed_files["codegen"]) == os.path.join(os.path.realpath(src), "codegen", "__init__.py")
+    assert os.path.realpath(ed_files["autograd_scons"]) == os.path.join(os.path.realpath(src), "site_scons",
+                                                                        "__init__.py")
     # a second run: up to date, nothing compiled
     again = _run([py, "-m", "SCons", "-Q", "-j2"], cwd=host)
     assert compiled(again.stdout) == [] and "inputs unchanged (specs not parsed)" in again.stdout
@@ -145,7 +163,7 @@ def test_installed_tool_builds_an_embedding_sconstruct(venv):
 
 
 def test_python_m_codegen_runs_from_the_wheel(venv):
-    py, site, tmp = venv
+    py, site, tmp, _ = venv
     host = _host(tmp, "cli")
     code = textwrap.dedent("""
         import runpy, sys
@@ -167,7 +185,7 @@ def test_python_m_codegen_runs_from_the_wheel(venv):
 
 
 def test_an_scons_older_than_supported_is_one_line(venv):
-    py, _, tmp = venv
+    py, _, tmp, _ = venv
     host = _host(tmp, "old")
     prelude = "import SCons; SCons.__version__ = '4.4.0'\nimport sys\nfrom SCons.Script.Main import main\nmain()"
     r = _run([py, "-c", prelude, "-Q"], cwd=host, check=False)
@@ -182,7 +200,7 @@ def test_a_checkout_uses_its_own_code_not_the_installed_copy(venv, tmp_path):
     """`scons` in a checkout, with another copy installed ahead of it (the
     wheel's site-packages on PYTHONPATH; this interpreter for torch's facts):
     the checkout's generator and helpers are used, never the installed ones."""
-    _, site, _ = venv
+    _, site, _, _ = venv
     from scons_helpers import TINY_ARGS, clone
     repo = clone(tmp_path / "repo")
     dump = ("import atexit, json, sys\n"
