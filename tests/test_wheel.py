@@ -216,3 +216,19 @@ def test_a_checkout_uses_its_own_code_not_the_installed_copy(venv, tmp_path):
             assert os.path.realpath(files[mod]).startswith(mine), (mod, files[mod])
     assert not [n for n, f in files.items() if f and os.path.realpath(f).startswith(os.path.realpath(site))
                 and n.split(".")[0] in ("codegen", "autograd_scons")]
+
+
+def test_a_generator_imported_from_elsewhere_is_one_line(venv, tmp_path):
+    """The checkout's tool, in a build that already imported the installed
+    codegen: it stops in one line naming both, never mixes the two."""
+    _, site, _, _ = venv
+    from scons_helpers import TINY_ARGS, clone
+    repo = clone(tmp_path / "repo")
+    prelude = (f"import sys\nsys.path.insert(0, {site!r})\nimport codegen\nsys.path.pop(0)\n"
+               "from SCons.Script.Main import main\nmain()")
+    r = _run([sys.executable, "-c", prelude, "-Q", *TINY_ARGS], cwd=repo, check=False)
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("scons: *** autograd_functions tool ") and \
+        f"already imported codegen from {os.path.join(site, 'codegen')}" in lines[0], r.stderr
+    assert not os.path.exists(os.path.join(repo, "build", "example", "gen"))

@@ -75,7 +75,7 @@ def _import_codegen():
             sys.path.insert(0, path)
     import codegen
     mine = os.path.join(_ROOT, "codegen")
-    if os.path.dirname(os.path.abspath(codegen.__file__)) != mine:
+    if os.path.realpath(os.path.dirname(codegen.__file__)) != os.path.realpath(mine):
         _fail(f"autograd_functions tool {__file__} needs the generator beside it ({mine}), but this "
               f"build already imported codegen from {os.path.dirname(codegen.__file__)}")
 
