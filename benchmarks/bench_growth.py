@@ -21,6 +21,7 @@ machine varies by more than 5% between runs).  Both are given in CPU time
 (user + sys of the run), which a loaded machine inflates least, and wall.
 
     python benchmarks/bench_growth.py [--repeat 3] [--ks 1,2,4,8] [--json out.json]
+    python benchmarks/bench_growth.py --baseline DIR         # and DIR's generator, side by side
     python benchmarks/bench_growth.py --report out.json     # the table again, from the figures
 """
 
@@ -31,10 +32,11 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
-from _common import FUNCTIONS_MANUAL, machine, spec_paths, summarize, timed
+from _common import FUNCTIONS_MANUAL, REPO, child_env, machine, spec_paths, summarize, timed
 
 EDITED = "logcumsumexp(Tensor self, int dim) -> Tensor"
 _FOREACH = "_foreach_"
@@ -107,47 +109,72 @@ def edit(derivatives: str, n: int) -> None:
         f.write(text[:at] + f"  self: ({formula}) * {n}" + text[line_end:])
 
 
-def generate(specs: tuple[str, str, str], out: str) -> tuple[float, float, tuple[int, int, int]]:
-    """(wall, CPU, (regenerated, unchanged, removed)) of one `python -m codegen generate`."""
+def generate(specs: tuple[str, str, str], out: str, checkout: str) -> tuple[float, float, tuple[int, int, int]]:
+    """(wall, CPU, (regenerated, unchanged, removed)) of one `python -m codegen
+    generate` of the generator in `checkout` (run from there: cwd first on sys.path)."""
     nf, tags, d = specs
     cmd = [sys.executable, "-m", "codegen", "generate", "--native-functions", nf, "--tags", tags,
            "--derivatives", d, "--out", out, "--include", FUNCTIONS_MANUAL, "--override", "--jobs", "2",
            "--quiet"]
-    r = timed(cmd)
+    r = timed(cmd, cwd=checkout)
     m = _SUMMARY.search(r.stdout)
     if r.returncode or not m:
         raise SystemExit(f"bench_growth: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr[-3000:]}")
     return r.wall, r.cpu, tuple(int(x) for x in m.groups())
 
 
-def measure(work: str, ks: list[int], repeat: int, log=print) -> tuple[dict, list[str]]:
-    """K -> {phase: [wall, ...]}, plus the count problems found."""
+def measure(work: str, ks: list[int], repeat: int, sides: dict, log=print) -> tuple[dict, list[str]]:
+    """side -> K -> {phase: figures}, plus the count problems found.  `sides`:
+    name -> checkout whose generator runs; all run side by side, alternating."""
     specs = {k: write_specs(os.path.join(work, f"specs{k}"), k) for k in ks}
-    walls: dict = {k: {"cold": [], "noop": [], "edit": [], "cold_cpu": [], "edit_cpu": []} for k in ks}
+    figs: dict = {s: {k: {p: [] for p in ("cold", "noop", "edit", "cold_cpu", "edit_cpu")} for k in ks}
+                  for s in sides}
     problems, units, n = [], {}, 0
+    order = list(sides)
     for i in range(repeat):
         for k in ks if i % 2 == 0 else ks[::-1]:
-            out = os.path.join(work, f"gen{k}-{i}")
-            w, cpu, (regen, unchanged, removed) = generate(specs[k], out)
-            units[k] = regen + unchanged
-            walls[k]["cold"].append(w)
-            walls[k]["cold_cpu"].append(cpu)
-            w, _, counts = generate(specs[k], out)
-            walls[k]["noop"].append(w)
-            if counts != (0, units[k], 0):
-                problems.append(f"K={k} no-op: {counts} (regenerated, unchanged, removed)")
-            n += 1
-            edit(specs[k][2], n)
-            w, cpu, counts = generate(specs[k], out)
-            walls[k]["edit"].append(w)
-            walls[k]["edit_cpu"].append(cpu)
-            if counts != (1, units[k] - 1, 0):
-                problems.append(f"K={k} one edit: {counts} (regenerated, unchanged, removed), expected 1 regenerated")
-            log(f"[{i + 1}/{repeat}] K={k}: {units[k]} units; cold {walls[k]['cold'][-1]:.2f} s, "
-                f"no-op {walls[k]['noop'][-1]:.2f} s, one edit {walls[k]['edit'][-1]:.2f} s")
-            shutil.rmtree(out, ignore_errors=True)
-    res = {k: {p: summarize(v) for p, v in walls[k].items()} | {"units": units[k]} for k in ks}
+            for side in order if i % 2 == 0 else order[::-1]:
+                f, checkout = figs[side][k], sides[side]
+                out = os.path.join(work, f"gen-{side}-{k}-{i}")
+                w, cpu, (regen, unchanged, removed) = generate(specs[k], out, checkout)
+                units[k] = regen + unchanged
+                f["cold"].append(w)
+                f["cold_cpu"].append(cpu)
+                w, _, counts = generate(specs[k], out, checkout)
+                f["noop"].append(w)
+                if counts != (0, units[k], 0):
+                    problems.append(f"{side} K={k} no-op: {counts} (regenerated, unchanged, removed)")
+                n += 1
+                edit(specs[k][2], n)
+                w, cpu, counts = generate(specs[k], out, checkout)
+                f["edit"].append(w)
+                f["edit_cpu"].append(cpu)
+                if counts != (1, units[k] - 1, 0):
+                    problems.append(f"{side} K={k} one edit: {counts} (regenerated, unchanged, removed), "
+                                    "expected 1 regenerated")
+                log(f"[{i + 1}/{repeat}] {side} K={k}: {units[k]} units; cold {f['cold'][-1]:.2f} s, "
+                    f"no-op {f['noop'][-1]:.2f} s, one edit {f['edit'][-1]:.2f} s ({f['edit_cpu'][-1]:.2f} s CPU)")
+                shutil.rmtree(out, ignore_errors=True)
+    res = {s: {k: {p: summarize(v) for p, v in figs[s][k].items()} | {"units": units[k]} for k in ks}
+           for s in sides}
     return res, problems
+
+
+def baseline_rows(res: dict) -> list[str]:
+    """Ours against each other side (the baseline), per K: the one edit and cold, CPU."""
+    rows = []
+    for side in [s for s in res if s != "ours"]:
+        rows += ["", f"Side by side in the same run, CPU seconds: ours against `{side}`:", "",
+                 f"| K | cold: ours / {side} | one edit: ours / {side} | {side}'s one edit / its cold |",
+                 "|---|---|---|---|"]
+        for k in sorted(res["ours"]):
+            o, b = res["ours"][k], res[side][k]
+
+            def m(r, p):
+                return r[p]["median"]
+            rows.append(f"| {k} | {m(o, 'cold_cpu'):.2f} / {m(b, 'cold_cpu'):.2f} | {m(o, 'edit_cpu'):.2f} / "
+                        f"{m(b, 'edit_cpu'):.2f} | {m(b, 'edit_cpu') / m(b, 'cold_cpu'):.2f}x |")
+    return rows
 
 
 def table(res: dict) -> tuple[str, list[dict]]:
@@ -191,12 +218,16 @@ def main(argv=None) -> int:
     ap.add_argument("--ks", default="1,2,4,8", help="copy counts, comma-separated (default %(default)s)")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     ap.add_argument("--workdir", metavar="DIR", help="work here (default: a temporary folder, removed)")
+    ap.add_argument("--baseline", metavar="CHECKOUT", help="also run the generator of this checkout (e.g. "
+                    "`git archive main | tar -x -C DIR`), side by side")
+    ap.add_argument("--baseline-name", default="main", help="its name in the table (default %(default)s)")
     ap.add_argument("--report", metavar="JSON", help="print the table of a run's --json file and exit")
     args = ap.parse_args(argv)
     if args.report:
         with open(args.report) as f:
             saved = json.load(f)
-        print(table({int(k): r for k, r in saved["results"].items()})[0])
+        res = {side: {int(k): r for k, r in by_k.items()} for side, by_k in saved["results"].items()}
+        print(table(res["ours"])[0] + "\n".join(baseline_rows(res)))
         start, end = saved["machine_start"]["loadavg"][0], saved["machine_end"]["loadavg"][0]
         print(f"load average: {start:.2f} at the start, {end:.2f} at the end ({saved['command']})")
         return 0
@@ -205,12 +236,16 @@ def main(argv=None) -> int:
     start = machine()
     print(f"work folder {work}; load average {start['loadavg'][0]:.2f}", flush=True)
     try:
-        res, problems = measure(work, ks, args.repeat, log=lambda m: print(m, flush=True))
+        sides = {"ours": REPO} | ({args.baseline_name: args.baseline} if args.baseline else {})
+        for checkout in sides.values():  # byte-compile each generator once, outside the timed runs
+            subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(checkout, "codegen")],
+                           env=child_env(), check=True)
+        res, problems = measure(work, ks, args.repeat, sides, log=lambda m: print(m, flush=True))
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    text, targets = table(res)
-    print("\n" + text)
+    text, targets = table(res["ours"])
+    print("\n" + text + "\n".join(baseline_rows(res)))
     end = machine()
     print(f"load average: {start['loadavg'][0]:.2f} at the start, {end['loadavg'][0]:.2f} at the end")
     if args.json:
