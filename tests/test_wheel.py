@@ -23,21 +23,13 @@ import textwrap
 import pytest
 
 from scons_helpers import compiled, report, tree
+from test_scons_embedding import DERIVATIVES, NATIVE  # the same one-op host extension
 from spec_facts import REPO
 
 pytestmark = pytest.mark.slow  # a wheel build and a venv (~30 s); the stand-in compiler
 
 SCONS_MIN = "4.5.2"  # site_scons/site_tools/autograd_functions.py: MIN_SCONS
 FAKE_CXX = os.path.join(REPO, "tests", "fakecxx.py")  # copied into the host folder, not imported
-
-NATIVE = """
-- func: host::scale(Tensor self, float alpha) -> Tensor
-  variants: function
-"""
-DERIVATIVES = """
-- name: scale(Tensor self, float alpha) -> Tensor
-  self: grad * alpha
-"""
 
 # No torch here: flags are set by hand, as the stand-in builds need none.
 SCONSTRUCT = """
