@@ -77,12 +77,34 @@ class Scenario:
     quick: bool = True          # part of --quick
     quick_torchgen: bool = False  # --quick runs torchgen's generation too
     edited: int = 0             # derivatives entries edited (the chart's x)
+    identical: int = 0          # units re-rendered to unchanged text that are no miss (the example's op
+    #                             kernels of an edited entry: their key holds the entry, their text not)
+    after: str = ""             # an example edit: builds on the build folder of this cold scenario
 
 
-SCENARIOS = [
-    Scenario("cold_example", "cold build of the example (scons, default jobs)", specs="example", cold=True,
-             sides=("ours_full",), jobs="default", real="always", quick=False),
-    # the same without Python bindings: what they cost a cold build, side by side
+# The example's edit loop (specs/, `scons` with default options and jobs,
+# real compiles): a cold build, one formula edited the first time since, the
+# same formula again; each with the precompiled prelude (PCH=auto, the
+# default) and without it (PCH=0), side by side.  ScaleBackward0 compiles in
+# its edit TU; the op kernels of its entry (myops::scale, myops::scale_) are
+# re-rendered to the same text (their key holds the entry).
+_LOOP = dict(specs="example", sides=("ours_full",), jobs="default", real="always", quick=False)
+_LOOP_EDIT = dict(_LOOP, edit=("example_formula",), expect=(1, 0, 1), identical=2, edited=1)
+
+
+def _loop(pch: bool) -> list[Scenario]:
+    sfx, args = ("", ()) if pch else ("_nopch", ("PCH=0",))
+    how = "with the precompiled prelude (default)" if pch else "without the precompiled prelude (PCH=0)"
+    return [Scenario("cold_example" + sfx, f"cold build of the example, {how}", cold=True, scons_args=args,
+                     **_LOOP),
+            Scenario("example_first" + sfx, f"the example: 1 formula edited, first time, {how}", scons_args=args,
+                     after="cold_example" + sfx, **_LOOP_EDIT),
+            Scenario("example_again" + sfx, f"the example: the same formula edited again, {how}", scons_args=args,
+                     after="cold_example" + sfx, **_LOOP_EDIT)]
+
+
+SCENARIOS = [s for pair in zip(_loop(True), _loop(False)) for s in pair] + [  # side by side
+    # without Python bindings: what they cost a cold build, side by side with cold_example
     Scenario("cold_example_nopython", "cold build of the example, PYTHON=0 (no Python bindings)", specs="example",
              cold=True, sides=("ours_full",), jobs="default", real="always", quick=False, scons_args=("PYTHON=0",)),
     Scenario("cold", "cold generation", cold=True, sides=("ours_generate", "ours_cli", "torchgen"),
@@ -210,3 +232,22 @@ class Specs:
         with open(self.d, "w") as f:
             f.write(text[:at] + cur + text[at:])
         self.removed = None
+
+
+class ExampleSpecs:
+    """The example extension's derivatives.yaml in a checkout copy, and its edit."""
+
+    def __init__(self, checkout: str):
+        self.d = os.path.join(checkout, "specs", "derivatives.yaml")
+        self.factor = 1
+
+    def apply(self, edit: tuple, i: int) -> None:
+        """`scale`'s `self: grad * alpha` becomes `self: (grad * alpha) * n`, a new n each time."""
+        with open(self.d) as f:
+            text = f.read()
+        found = re.findall(r"^  self: \(?grad \* alpha\)?(?: \* \d+)?$", text, re.M)
+        if len(found) != 1:
+            raise SystemExit(f"bench_rebuild: expected one 'self: grad * alpha' formula in {self.d}")
+        self.factor += 1
+        with open(self.d, "w") as f:
+            f.write(text.replace(found[0], f"  self: (grad * alpha) * {self.factor}"))

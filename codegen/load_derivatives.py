@@ -48,9 +48,11 @@ class Specs:
 
 
 @contextmanager
-def _gc_paused():
+def gc_paused():
     """Loading allocates ~10^5 long-lived, acyclic objects; the cyclic
-    collector would scan them again and again for nothing (~20% of the time)."""
+    collector would scan them again and again for nothing (~20% of the time,
+    and more the larger the specs: each full collection walks them all).
+    Nestable: only the outermost one turns the collector back on."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -60,10 +62,15 @@ def _gc_paused():
             gc.enable()
 
 
-def load_specs(native_functions: str, derivatives: str, tags: Optional[str] = None) -> Specs:
-    with _gc_paused():
+def load_specs(native_functions: str, derivatives: str, tags: Optional[str] = None,
+               native_cache=None) -> Specs:
+    """`native_cache`: a native_cache.NativeCache keeping the parsed native
+    functions between runs; None: parse them."""
+    with gc_paused():
         valid_tags = load_tags(tags)
-        native = parse_native_functions(native_functions, read_text(native_functions), valid_tags)
+        text = read_text(native_functions)
+        native = (native_cache.parse(native_functions, text, valid_tags) if native_cache is not None
+                  else parse_native_functions(native_functions, text, valid_tags))
         entries = load_entries(derivatives, read_text(derivatives))
     # Ops declared to decompose (`dispatch: {CompositeImplicitAutograd: k}`)
     # never need an entry: specs of only those may have an empty file.
@@ -85,7 +92,7 @@ def _declared_composite(f: NativeFunction) -> bool:
 def load_infos(native_functions: str, derivatives: str,
                tags: Optional[str] = None) -> list[DifferentiabilityInfo]:
     specs = load_specs(native_functions, derivatives, tags)
-    with _gc_paused():
+    with gc_paused():
         return infos_from_specs(specs)
 
 

@@ -70,15 +70,16 @@ def load_op_infos(native_functions: str, derivatives: str, tags: Optional[str] =
 
 
 def load_units(native_functions: str, derivatives: str, tags: Optional[str] = None, *,
-               kernels: bool = True) -> list[Unit]:
+               kernels: bool = True, native_cache=None) -> list[Unit]:
     """The specs' units in emission order: the Functions (load order, then
     the derived foreach ones), then, with `kernels`, the op kernels.  Raises
-    SpecError if two units would write the same file."""
+    SpecError if two units would write the same file.  `native_cache`: see
+    load_derivatives.load_specs."""
     from .emit.functions import op_infos
     from .emit.kernels import kernel_units
     from .foreach import derive_foreach_infos
     from .load_derivatives import infos_from_specs, load_specs
-    specs = load_specs(native_functions, derivatives, tags)
+    specs = load_specs(native_functions, derivatives, tags, native_cache)
     infos = infos_from_specs(specs)
     derived = op_infos(derive_foreach_infos(infos, specs.native))
     units = [Unit(Kind.FUNCTION, i.op, i.op, i) for i in op_infos(infos)]

@@ -80,7 +80,7 @@ def edit(path, old, new):
         f.write(text.replace(old, new, 1))
 
 
-def tree(root, skip=(".autograd_manifest", ".autograd_lock")):
+def tree(root, skip=(".autograd_manifest", ".autograd_lock", ".autograd_native_cache")):
     """relpath -> bytes of the generated sources under root."""
     out = {}
     for dirpath, _, names in os.walk(root):

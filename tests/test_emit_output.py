@@ -29,11 +29,11 @@ def run_generate(*args, cwd=None):
 
 def tree(root):
     """relpath -> bytes of the generated files (not the manifest, whose stats
-    differ between folders, nor the lock)."""
+    differ between folders, nor the lock, nor the parse cache, keyed by its path)."""
     out = {}
     for d, _, names in os.walk(root):
         for n in names:
-            if n in (".autograd_manifest", ".autograd_lock"):
+            if n in (".autograd_manifest", ".autograd_lock", ".autograd_native_cache"):
                 continue
             p = os.path.join(d, n)
             with open(p, "rb") as f:

@@ -22,6 +22,7 @@ from codegen.incremental import Request
 from codegen.keys import canonical, unit_key
 from codegen.layout import slot_of
 from codegen.manifest import FORMAT, MANIFEST
+from codegen.native_cache import NATIVE_CACHE
 from codegen.report import explain, layout_line, report
 from codegen.units import Kind
 from scons_helpers import tree
@@ -60,10 +61,13 @@ class Specs:
         scenarios.edit(self.nf if which == "nf" else self.d, old, new)
 
     def snapshot(self):
-        """relpath -> (bytes, mtime_ns) of every file under the output folder."""
+        """relpath -> (bytes, mtime_ns) of every file under the output folder
+        (but the parse cache, an optimisation: tests/test_native_cache.py)."""
         out = {}
         for dirpath, _, names in os.walk(self.out):
             for n in names:
+                if n == NATIVE_CACHE:
+                    continue
                 p = os.path.join(dirpath, n)
                 with open(p, "rb") as f:
                     out[os.path.relpath(p, self.out)] = (f.read(), os.stat(p).st_mtime_ns)
@@ -346,3 +350,55 @@ def test_keys_are_stable_across_processes(specs):
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONHASHSEED=str(seed))).stdout for seed in (1, 2)}
     assert len(outs) == 1 and sorted(specs.update().keys.items()) == eval(outs.pop())
+
+
+class _CountingFiles(dict):
+    """A manifest's `files` (relpath -> owner) that counts the entries any
+    iteration over it yields (.get() lookups are not counted)."""
+    visited = 0
+
+    def _count(self, it):
+        for x in it:
+            _CountingFiles.visited += 1
+            yield x
+
+    def __iter__(self):
+        return self._count(super().__iter__())
+
+    def items(self):
+        return self._count(super().items())
+
+    def keys(self):
+        return self._count(super().keys())
+
+    def values(self):
+        return self._count(super().values())
+
+
+def test_one_edit_visits_the_old_file_entries_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """The render step used to scan every old file entry for each unchanged
+    unit (units x files: quadratic in the specs); now a bounded number of
+    passes over them, whatever the unit count."""
+    root = tmp_path / "example"
+    shutil.copytree(os.path.join(REPO, "specs"), root)
+    nf, d, out = str(root / "native_functions.yaml"), str(root / "derivatives.yaml"), str(tmp_path / "gen")
+    request = Request(EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",)),
+                      jobs=2, override=True)
+    first = incremental.update(out, nf, d, None, request)
+    files = {}
+    real_read = incremental.read_manifest
+
+    def counting_read(path):
+        m, problem = real_read(path)
+        m.files = _CountingFiles(m.files)
+        files.update(m.files)
+        return m, problem
+    monkeypatch.setattr(incremental, "read_manifest", counting_read)
+    scenarios.edit(d, "self: grad * alpha\n", "self: grad * alpha * 2\n")
+    _CountingFiles.visited = 0
+    r = incremental.update(out, nf, d, None, request)
+    assert r.parsed and r.regenerated == ["ScaleBackward0"]
+    units = len(first.units)
+    assert units >= 20 and len(files) >= 2 * units   # a scan per unit would be >= 20x the entries
+    # at least one pass (so the counter sees the reads), at most a few
+    assert len(files) <= _CountingFiles.visited <= 3 * len(files)

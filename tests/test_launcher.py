@@ -33,7 +33,10 @@ import _distccd  # noqa: E402
 LIB = os.path.join("build", "example", "myops_ext.so")
 # Two unity buckets (of the Functions and op kernels) and the hand-written
 # kernels.cpp: 3 TUs; pinned, so that the counts do not depend on the CPU count.
-LAYOUT = ("UNITY=2",)
+# PCH=0: the precompiled prelude (PCH=auto's default) would be one more
+# compile through the launcher, never cached; these tests are about the
+# launchers (test_the_precompiled_header_goes_through_the_launcher: PCH=1).
+LAYOUT = ("UNITY=2", "PCH=0")
 COLD = ["bindings_0.os", "bucket_0.os", "bucket_1.os", "kernels.os"]
 # Real compiles: -O0 as these tests are not about speed.
 REAL = LAYOUT + ("OPT=-O0",)

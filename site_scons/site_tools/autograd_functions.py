@@ -10,7 +10,8 @@ changed recompile.  Headers are found by SCons's C scanner through `outdir`
 (added to CPPPATH).  The output folder is locked for the whole run, so two
 builds of one tree never interleave.
 
-    env.Tool('autograd_functions', toolpath=['<this repo>/site_scons/site_tools'])
+    import autograd_scons   # installed with this project (pip install ...)
+    env.Tool('autograd_functions', toolpath=[autograd_scons.TOOLPATH])
     cpps = env.AutogradFunctions('gen', native_functions='nf.yaml',
                                  derivatives='derivatives.yaml')
     env.SharedLibrary('ext', cpps + ['module.cpp'])
@@ -42,6 +43,7 @@ import optparse
 import os
 import sys
 
+import SCons
 import SCons.Action
 import SCons.Node
 import SCons.Node.FS
@@ -49,7 +51,14 @@ import SCons.Script
 import SCons.Tool
 import SCons.Util
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# This file sits in <helpers>/site_tools/, the generator in <root>/codegen/:
+# in a checkout <helpers> is site_scons/ and <root> the checkout; installed
+# (the wheel), <helpers> is the `autograd_scons` package and <root> its
+# site-packages.  The tool always uses the generator and helpers next to it.
+_HELPERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(_HELPERS)
+# The oldest SCons this tool is tested with (tests/test_wheel.py installs it).
+MIN_SCONS = (4, 5)
 _reports = []          # (out dir node, incremental.Result) per call, printed at exit
 _option_added = False
 
@@ -65,12 +74,17 @@ _PCHCOM = "$( $AUTOGRAD_LAUNCHER $) $SHCXX -o $TARGET -x c++-header -c $SHCXXFLA
 
 
 def _import_codegen():
-    """This repo's generator (and site_scons helpers), even when the tool is
-    loaded from another project by toolpath (an installed copy would be the
-    wrong version)."""
-    for path in (os.path.join(_REPO, "site_scons"), _REPO):
-        if os.path.isfile(os.path.join(_REPO, "codegen", "incremental.py")) and path not in sys.path:
+    """The generator and the helpers (autograd_stamp) next to this file: in a
+    checkout, the checkout's own, never an installed copy (which could be
+    another version); installed, the installed ones."""
+    for path in (_HELPERS, _ROOT):
+        if path not in sys.path:
             sys.path.insert(0, path)
+    import codegen
+    mine = os.path.join(_ROOT, "codegen")
+    if os.path.realpath(os.path.dirname(codegen.__file__)) != os.path.realpath(mine):
+        _fail(f"autograd_functions tool {__file__} needs the generator beside it ({mine}), but this "
+              f"build already imported codegen from {os.path.dirname(codegen.__file__)}")
 
 
 def _fail(message):
@@ -337,8 +351,16 @@ def _prefix_launcher(env):
                 builder.add_action(suffix, SCons.Action.Action(f"$( $AUTOGRAD_LAUNCHER $) ${cmd}", **kw))
 
 
+def _check_scons_version():
+    have = tuple(int(x) for x in SCons.__version__.split(".")[:2] if x.isdigit())
+    if have < MIN_SCONS:
+        _fail(f"the autograd_functions tool needs SCons >= {'.'.join(map(str, MIN_SCONS))}, "
+              f"this is SCons {SCons.__version__} (pip install 'scons>={'.'.join(map(str, MIN_SCONS))}')")
+
+
 def generate(env):
     global _option_added
+    _check_scons_version()
     _prefix_launcher(env)
     _patch_tslist()
     if not _option_added:

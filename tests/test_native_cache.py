@@ -1,0 +1,104 @@
+"""The parsed native_functions.yaml kept between updates (codegen/native_cache.py):
+a formula edit does not parse native_functions.yaml again, and whatever the
+cache holds, an update generates what a cold one does."""
+
+import os
+import shutil
+
+import pytest
+
+import scenarios
+from codegen import incremental, native_cache
+from codegen.emit.options import EmitOptions
+from codegen.incremental import Request
+from codegen.native_cache import NATIVE_CACHE
+from scons_helpers import tree
+from spec_facts import REPO
+
+REQUEST = Request(EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",)),
+                  jobs=2, override=True)
+
+
+class Example:
+    """A copy of the example specs, an output folder, and a count of parses."""
+
+    def __init__(self, root, monkeypatch):
+        shutil.copytree(os.path.join(REPO, "specs"), root)
+        self.nf, self.d = str(root / "native_functions.yaml"), str(root / "derivatives.yaml")
+        self.out = str(root / "gen")
+        self.parses = 0
+        real = native_cache.parse_native_functions
+
+        def counting(*a, **k):
+            self.parses += 1
+            return real(*a, **k)
+        monkeypatch.setattr(native_cache, "parse_native_functions", counting)
+
+    def update(self, out=None, **kw):
+        return incremental.update(out or self.out, self.nf, self.d, None, Request(**{**REQUEST.__dict__, **kw}))
+
+    def cold(self, tmp_path):
+        """The per-unit files (and shared headers) a cold update of the same
+        specs generates; the unity TUs depend on the history (edit TUs)."""
+        out = str(tmp_path / "cold")
+        shutil.rmtree(out, ignore_errors=True)
+        self.update(out)
+        return units(out)
+
+
+def units(out):
+    return {rel: text for rel, text in tree(out).items() if not rel.startswith("unity/")}
+
+
+@pytest.fixture
+def ex(tmp_path, monkeypatch):
+    e = Example(tmp_path / "example", monkeypatch)
+    e.update()
+    assert e.parses == 1 and os.path.isfile(os.path.join(e.out, NATIVE_CACHE))
+    e.parses = 0
+    return e
+
+
+def test_a_formula_edit_does_not_parse_native_functions_again(ex, tmp_path):
+    scenarios.edit(ex.d, "self: grad * alpha\n", "self: grad * alpha * 2\n")
+    r = ex.update()
+    assert r.parsed and r.regenerated == ["ScaleBackward0"] and ex.parses == 0
+    assert units(ex.out) == ex.cold(tmp_path)
+
+
+def test_a_native_functions_edit_parses_again(ex, tmp_path):
+    # a new defaulted argument: the schema (and so the Function's header) changes
+    scenarios.edit(ex.nf, "scale(Tensor self, Scalar alpha)", "scale(Tensor self, Scalar alpha, *, bool fast=False)")
+    scenarios.edit(ex.d, "scale(Tensor self, Scalar alpha)", "scale(Tensor self, Scalar alpha, *, bool fast=False)")
+    r = ex.update()
+    assert ex.parses == 1 and "ScaleBackward0" in r.regenerated
+    assert "fast" in open(os.path.join(ex.out, "functions", "ScaleBackward0.h")).read()
+    assert units(ex.out) == ex.cold(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "directory"])
+def test_a_damaged_cache_is_a_miss(ex, tmp_path, damage):
+    path = os.path.join(ex.out, NATIVE_CACHE)
+    data = open(path, "rb").read()
+    os.unlink(path)
+    if damage == "directory":
+        os.mkdir(path)
+    else:
+        open(path, "wb").write({"truncated": data[: len(data) // 2], "garbage": b"\x80\x04 not a pickle",
+                                "empty": b""}[damage])
+    scenarios.edit(ex.d, "self: grad * alpha\n", "self: grad * alpha * 3\n")
+    r = ex.update()
+    assert r.regenerated == ["ScaleBackward0"] and ex.parses == 1
+    assert units(ex.out) == ex.cold(tmp_path)
+
+
+def test_bad_input_and_dry_runs_leave_no_cache(tmp_path, monkeypatch):
+    e = Example(tmp_path / "example", monkeypatch)
+    good = open(e.d).read()
+    scenarios.edit(e.d, "self: grad * alpha\n", "self: [grad * alpha\n")  # a YAML error
+    with pytest.raises(Exception):
+        e.update()
+    assert not os.path.exists(os.path.join(e.out, NATIVE_CACHE))
+    open(e.d, "w").write(good)
+    e.update(dry_run=True)
+    assert not os.path.exists(os.path.join(e.out, NATIVE_CACHE))
