@@ -14,6 +14,7 @@ from codegen.units import load_units
 from codegen.emit.options import EmitOptions
 
 import example_build
+import extension_checks as checks
 
 torch = pytest.importorskip("torch")
 import torch.autograd.forward_ad as fwAD  # noqa: E402
@@ -48,8 +49,9 @@ def jvp_cases(ops):
     }
 
 
-JVP = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "sincos_sign", "myexp", "soft_clip", "cube",
-       "masked_scale"]
+# Read off the table; tests/test_example_coverage.py checks that it covers
+# every Function with a forward formula.
+JVP = list(jvp_cases(checks.UNLOADED))
 
 
 @pytest.mark.compile
@@ -106,12 +108,16 @@ def test_inplace_variant_updates_the_tangent(ops):
     assert gradcheck(scaled, (_x().requires_grad_(True),), check_forward_ad=True)
 
 
-@pytest.mark.compile
-@pytest.mark.parametrize("op,call", [
+# Every op without a forward formula (tests/test_example_coverage.py checks that).
+REFUSING = [
     ("myops::gather_rows", lambda ops, a: ops.gather_rows(a, torch.tensor([1, 0]))),
     ("myops::stack_sum", lambda ops, a: ops.stack_sum([a, a])),
     ("myops::scale.out", lambda ops, a: ops.scale.out(a, 2.0, out=torch.empty(3, 4, **D))),
-])
+]
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("op,call", REFUSING)
 def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op, call):
     x = _x()
     msg = rf"{op}: forward-mode AD is not supported"
@@ -123,6 +129,7 @@ def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op,
     call(ops, x)  # no dual tensor: fine
 
 
+# Every Function (tests/test_example_coverage.py checks that).
 GRADGRAD = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign", "myexp",
             "gather_rows", "soft_clip", "cube", "masked_scale"]
 
@@ -130,7 +137,6 @@ GRADGRAD = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum",
 @pytest.mark.compile
 @pytest.mark.parametrize("case", GRADGRAD)
 def test_gradgradcheck(ops, case):
-    import extension_checks as checks
     fn, _, inputs, _ = checks.cases(ops)[case]
     assert gradgradcheck(fn, inputs)
 
