@@ -23,7 +23,7 @@ def grads_of(fn, inputs):
 
 # op name -> (our call, the same computation with built-in ops, inputs)
 def cases(ops):
-    x, y, w, b = leaf(3, 4), leaf(4), leaf(4), leaf(4)
+    x, y, w, b, z = leaf(3, 4), leaf(4), leaf(4), leaf(4), leaf(3, 4)
     idx = torch.tensor([2, 0, 2])
     mask = torch.rand(3, 4, **D)
     return {
@@ -43,6 +43,16 @@ def cases(ops):
         "soft_clip": (lambda a: ops.soft_clip(a, 0.7), lambda a: (a * 0.7).tanh(), (x,), "SoftClipBackward0"),
         "cube": (ops.cube, lambda a: a ** 3, (x,), "CubeBackward0"),
         "masked_scale": (lambda a: ops.masked_scale(a, mask), lambda a: a * mask, (x,), "MaskedScaleBackward0"),
+        # named gradients: each output's gradient by name, and only one output used
+        "prod_diff": (lambda a, c: tuple(ops.prod_diff(a, c)), lambda a, c: (a * c, a - c), (x, z),
+                      "ProdDiffBackward0"),
+        "prod_diff_diff_only": (lambda a, c: ops.prod_diff(a, c)[1], torch.sub, (x, z), "ProdDiffBackward0"),
+        "prod_diff_prod_only": (lambda a, c: ops.prod_diff(a, c)[0], torch.mul, (x, z), "ProdDiffBackward0"),
+        # saved SymInt[], int[] and ScalarType? arguments
+        "sum_as": (lambda a: ops.sum_as(a, [2, 3, 2], [0, -1]), lambda a: a.reshape(2, 3, 2).sum([0, -1]), (x,),
+                   "SumAsBackward0"),
+        "sum_as_dtype": (lambda a: ops.sum_as(a, [4, 3], [0], dtype=torch.double),
+                         lambda a: a.reshape(4, 3).sum([0], dtype=torch.double), (x,), "SumAsBackward0"),
     }
 
 
@@ -132,3 +142,17 @@ def check_no_graph_without_requires_grad(ops):
     assert not ops.sincos_sign(x)[2].requires_grad
     with torch.no_grad():
         assert ops.myexp(x).grad_fn is None
+
+
+def check_saved_dtype_and_sizes(ops):
+    """sum_as in another dtype than its input's: the output has it, the
+    gradient comes back in the input's (the backward checks the saved dtype
+    against the gradient's, and uses the saved sizes and dims)."""
+    x = leaf(2, 6)
+    out = ops.sum_as(x, [3, 2, 2], [1], dtype=torch.float32)
+    assert out.dtype == torch.float32 and out.shape == (3, 2)
+    weights = torch.arange(6, dtype=torch.float32).reshape(3, 2)
+    (out * weights).sum().backward()
+    expected = weights.double().unsqueeze(1).expand(3, 2, 2).reshape(2, 6)
+    assert x.grad.dtype == torch.double
+    torch.testing.assert_close(x.grad, expected)

@@ -90,6 +90,10 @@ def test_inplace_variant_and_out_variant(ops):
     checks.check_inplace_and_out(ops)
 
 
+def test_saved_dtype_and_sizes_are_the_forwards(ops):
+    checks.check_saved_dtype_and_sizes(ops)
+
+
 def test_saved_tensors_are_released_after_backward(ops):
     checks.check_saved_tensors_released(ops)
 
