@@ -6,8 +6,6 @@ Tiers (markers):
   compile   runs a real C++ compiler (g++ on torch's headers: seconds to
             minutes per TU).  `python -m pytest -q -m "not compile"` is the
             fast tier; `python -m pytest -q` runs everything.
-  slow      slow for another reason (large subprocess runs); still in the
-            fast tier unless also `compile`, deselect with -m "not slow".
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "compile: runs a real C++ compiler (deselect with -m \"not compile\")")
-    config.addinivalue_line("markers", "slow: slow without compiling (deselect with -m \"not slow\")")
 
 
 @pytest.fixture(scope="session")

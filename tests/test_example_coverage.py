@@ -31,3 +31,9 @@ def test_every_op_without_a_forward_formula_is_checked_to_refuse_a_dual(example_
     refused = {op for op, _ in fwd.REFUSING}
     ours = {f"myops::{c}" for c, f in checks.case_functions().items() if f in without}
     assert ours <= refused and ours, (ours, refused)
+
+
+def test_the_tiny_scenarios_name_every_function_of_the_tiny_fixture():
+    import scenarios
+    from spec_facts import example_ops
+    assert sorted(scenarios.OPS) == sorted(example_ops(scenarios.TINY).functions)
