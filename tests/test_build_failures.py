@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, tree
+from scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, snapshot, tree
 
 EXAMPLE_ARGS = (f"CXX={FAKE_CXX}",)
 GEN = os.path.join("build", "example", "gen")
@@ -132,7 +132,7 @@ def test_bad_specs_through_scons_are_one_located_line_exit_2_and_touch_nothing(b
     marked = marked or [x for x in lines if x.startswith("- name: cube(")][0]
     line_no = [i for i, x in enumerate(lines, 1) if marked in x][-1]
     gen = os.path.join(built_repo, GEN)
-    before = mtimes_and_bytes(gen)
+    before = snapshot(gen)
     proc = scons(built_repo, *EXAMPLE_ARGS, check=False)
     line = one_error_line(proc)   # exit 2
     assert line.startswith(f"scons: *** {d}:{line_no}: "), line
@@ -140,19 +140,7 @@ def test_bad_specs_through_scons_are_one_located_line_exit_2_and_touch_nothing(b
     if case != "malformed yaml":
         assert ": entry '" in line, line
     assert compiled(proc.stdout) == []
-    assert mtimes_and_bytes(gen) == before   # nothing generated touched
-
-
-def mtimes_and_bytes(root):
-    """relpath -> (mtime in ns, bytes) of every file under root but the lock."""
-    out = {}
-    for dirpath, _, names in os.walk(root):
-        for n in names:
-            if n != ".autograd_lock":
-                p = os.path.join(dirpath, n)
-                with open(p, "rb") as f:
-                    out[os.path.relpath(p, root)] = (os.stat(p).st_mtime_ns, f.read())
-    return out
+    assert snapshot(gen) == before   # nothing generated touched
 
 
 def test_kernel_file_clash_is_a_located_error(built_repo):

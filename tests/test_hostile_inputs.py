@@ -207,7 +207,7 @@ def test_empty_derivatives_through_scons_fails_and_keeps_every_generated_file(tm
     with open(os.path.join(root, "tests", "fixtures", "tiny_ext", "derivatives.yaml"), "w") as f:
         f.write("# nothing left\n")
     proc = scons(root, *tiny_args, check=False)
-    assert proc.returncode != 0
+    assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert len(errors) == 1 and "derivatives.yaml:1: no derivatives entries" in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr

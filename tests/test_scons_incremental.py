@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 import scenarios
-from scons_helpers import TINY_ARGS, clone, compiled, edit, linked, report, scons, tree
+from scons_helpers import TINY_ARGS, clone, compiled, edit, linked, report, scons, snapshot, tree
 
 TINY = ("tests", "fixtures", "tiny_ext")  # Functions only: counts stay about Functions
 ARGS = TINY_ARGS
@@ -116,25 +116,13 @@ def test_killed_generation_then_build_equals_clean_build(proj, tmp_path, sig):
     assert compiled(scons(proj, *ARGS).stdout) == []
 
 
-def snapshot(root):
-    """relpath -> (mtime in ns, bytes) of every file under root (but the lock)."""
-    out = {}
-    for d, _, names in os.walk(root):
-        for n in names:
-            if n != ".autograd_lock":
-                p = os.path.join(d, n)
-                with open(p, "rb") as f:
-                    out[os.path.relpath(p, root)] = (os.stat(p).st_mtime_ns, f.read())
-    return out
-
-
 def test_yaml_error_is_one_located_line_and_touches_nothing(proj):
     d = path(proj, *TINY, "derivatives.yaml")
     good = open(d).read()
     edit(d, *scenarios.YAML_ERROR[1:])
     before = snapshot(path(proj, "build"))
     proc = scons(proj, *ARGS, check=False)
-    assert proc.returncode != 0
+    assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert len(errors) == 1 and "derivatives.yaml:" in errors[0] and "malformed YAML" in errors[0]
     assert compiled(proc.stdout) == []
