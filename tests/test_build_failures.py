@@ -163,13 +163,25 @@ def test_overlong_op_name_is_a_located_error(built_repo):
     assert "native_functions.yaml:" in line and "too long for a file name" in line
 
 
+EDIT_SCALE = ("self: grad * alpha", "self: grad * alpha * 2")
+
+
+@pytest.fixture(scope="module")
+def cold_unity_after_the_edit(tmp_path_factory):
+    """The unity TUs of a cold build of the specs with EDIT_SCALE, elsewhere."""
+    cold = clone(tmp_path_factory.mktemp("cold") / "repo")
+    edit(os.path.join(cold, "specs", "derivatives.yaml"), *EDIT_SCALE)
+    scons(cold, *EXAMPLE_ARGS)
+    return unity_tus(cold)
+
+
 @pytest.mark.parametrize("damage", ["directory", "truncated"])
-def test_a_damaged_manifest_is_one_warning_and_a_build_with_the_cold_layout(built_repo, tmp_path, damage):
+def test_a_damaged_manifest_is_one_warning_and_a_build_with_the_cold_layout(built_repo, cold_unity_after_the_edit,
+                                                                            damage):
     # After an edit the layout is no longer the cold one (the edited Function
     # compiles in an edit TU); an untrusted manifest must not keep that: the
     # unity TUs are those of a cold build of the same specs elsewhere.
-    edit_scale = ("self: grad * alpha", "self: grad * alpha * 2")
-    edit(os.path.join(built_repo, "specs", "derivatives.yaml"), *edit_scale)
+    edit(os.path.join(built_repo, "specs", "derivatives.yaml"), *EDIT_SCALE)
     assert any(o.startswith("edited_") for o in compiled(scons(built_repo, *EXAMPLE_ARGS).stdout))
     m = os.path.join(built_repo, GEN, ".autograd_manifest")
     if damage == "directory":
@@ -186,10 +198,7 @@ def test_a_damaged_manifest_is_one_warning_and_a_build_with_the_cold_layout(buil
     if damage == "directory":
         assert "a directory, not a file" in warnings[0]
     assert os.path.isfile(m)
-    cold = clone(tmp_path / "cold")
-    edit(os.path.join(cold, "specs", "derivatives.yaml"), *edit_scale)
-    scons(cold, *EXAMPLE_ARGS)
-    assert unity_tus(built_repo) == unity_tus(cold)
+    assert unity_tus(built_repo) == cold_unity_after_the_edit
     assert not any(name.startswith("edited_") for name in unity_tus(built_repo))
     again = scons(built_repo, *EXAMPLE_ARGS)
     assert "warning" not in again.stderr and compiled(again.stdout) == []
