@@ -79,13 +79,15 @@ def test_edit_rules_an_edited_function_compiles_in_its_edit_tu_only(built_repo):
 
 
 def unity_tus(root):
-    """file name -> text of each unity TU (buckets and edit TUs)."""
-    folder = os.path.join(root, GEN, "unity")
+    """file name -> text of each generated TU that compiles to an object of
+    its own (buckets, edit TUs, and any other TU beside its object): a
+    unit's own .cpp is compiled inside one of those."""
     out = {}
-    for name in os.listdir(folder):
-        if name.endswith(".cpp"):
-            with open(os.path.join(folder, name)) as f:
-                out[name] = f.read()
+    for dirpath, _, names in os.walk(os.path.join(root, GEN)):
+        for name in names:
+            if name.endswith(".cpp") and os.path.exists(os.path.join(dirpath, name[:-4] + ".os")):
+                with open(os.path.join(dirpath, name)) as f:
+                    out[name] = f.read()
     return out
 
 
