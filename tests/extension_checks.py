@@ -23,7 +23,7 @@ def grads_of(fn, inputs):
 
 # op name -> (our call, the same computation with built-in ops, inputs)
 def cases(ops):
-    x, y, w, b = leaf(3, 4), leaf(4), leaf(4), leaf(4)
+    x, y, w, b, z = leaf(3, 4), leaf(4), leaf(4), leaf(4), leaf(3, 4)
     idx = torch.tensor([2, 0, 2])
     mask = torch.rand(3, 4, **D)
     return {
@@ -43,11 +43,39 @@ def cases(ops):
         "soft_clip": (lambda a: ops.soft_clip(a, 0.7), lambda a: (a * 0.7).tanh(), (x,), "SoftClipBackward0"),
         "cube": (ops.cube, lambda a: a ** 3, (x,), "CubeBackward0"),
         "masked_scale": (lambda a: ops.masked_scale(a, mask), lambda a: a * mask, (x,), "MaskedScaleBackward0"),
+        # named gradients: each output's gradient by name, and only one output used
+        "prod_diff": (lambda a, c: tuple(ops.prod_diff(a, c)), lambda a, c: (a * c, a - c), (x, z),
+                      "ProdDiffBackward0"),
+        "prod_diff_diff_only": (lambda a, c: ops.prod_diff(a, c)[1], torch.sub, (x, z), "ProdDiffBackward0"),
+        "prod_diff_prod_only": (lambda a, c: ops.prod_diff(a, c)[0], torch.mul, (x, z), "ProdDiffBackward0"),
+        # saved SymInt[], int[] and ScalarType? arguments
+        "sum_as": (lambda a: ops.sum_as(a, [2, 3, 2], [0, -1]), lambda a: a.reshape(2, 3, 2).sum([0, -1]), (x,),
+                   "SumAsBackward0"),
+        "sum_as_dtype": (lambda a: ops.sum_as(a, [4, 3], [0], dtype=torch.double),
+                         lambda a: a.reshape(4, 3).sum([0], dtype=torch.double), (x,), "SumAsBackward0"),
     }
 
 
-CASE_NAMES = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign",
-              "sincos_sign_cos_only", "myexp", "gather_rows", "soft_clip", "cube", "masked_scale"]
+class _Unloaded:
+    """Stands in for `ops` where only the table is read, not run: any
+    attribute is another stand-in."""
+
+    def __getattr__(self, name):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+
+UNLOADED = _Unloaded()
+# The case names, read off the table (no library needed to list them);
+# tests/test_example_coverage.py checks that they cover every Function.
+CASE_NAMES = list(cases(UNLOADED))
+
+
+def case_functions() -> dict:
+    """case name -> the Function its op's grad_fn is."""
+    return {name: case[3] for name, case in cases(UNLOADED).items()}
 
 
 def check_gradcheck(ops, name):
@@ -141,3 +169,17 @@ def check_compiled_autograd_matches_eager(ops, name):
         torch.testing.assert_close(ours, builtin)  # a wrong eager gradient would pass the next check
     for ours, theirs in zip(backward_grads(fn, inputs, compiled=True), eager):
         torch.testing.assert_close(ours, theirs)
+
+
+def check_saved_dtype_and_sizes(ops):
+    """sum_as in another dtype than its input's: the output has it, the
+    gradient comes back in the input's (the backward checks the saved dtype
+    against the gradient's, and uses the saved sizes and dims)."""
+    x = leaf(2, 6)
+    out = ops.sum_as(x, [3, 2, 2], [1], dtype=torch.float32)
+    assert out.dtype == torch.float32 and out.shape == (3, 2)
+    weights = torch.arange(6, dtype=torch.float32).reshape(3, 2)
+    (out * weights).sum().backward()
+    expected = weights.double().unsqueeze(1).expand(3, 2, 2).reshape(2, 6)
+    assert x.grad.dtype == torch.double
+    torch.testing.assert_close(x.grad, expected)

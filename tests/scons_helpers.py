@@ -91,3 +91,16 @@ def tree(root, skip=(".autograd_manifest", ".autograd_lock", ".autograd_native_c
             with open(p, "rb") as f:
                 out[os.path.relpath(p, root)] = f.read()
     return out
+
+
+def snapshot(root):
+    """relpath -> (mtime in ns, bytes) of every file under root but the lock:
+    what "touched nothing" and "rewrote only what differs" are checked on."""
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            if n != ".autograd_lock":
+                p = os.path.join(dirpath, n)
+                with open(p, "rb") as f:
+                    out[os.path.relpath(p, root)] = (os.stat(p).st_mtime_ns, f.read())
+    return out

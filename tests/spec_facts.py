@@ -91,6 +91,7 @@ class ExampleOps:
     functions: tuple[str, ...]   # the Function classes, e.g. BmulBackward0
     natives: tuple[str, ...]     # native functions with a kernel, e.g. myops::scale.out
     kernels: tuple[str, ...]     # their TU stems, e.g. myops_scale_out
+    forward: tuple[str, ...] = ()  # the Functions whose entry has a forward formula
 
     def objects(self, buckets: int, python: bool = True) -> list[str]:
         """The objects a cold build with `buckets` unity buckets compiles (+ the
@@ -103,6 +104,14 @@ class ExampleOps:
         return sorted(units + ["kernels.os"] + bindings)
 
 
+def _has_forward_formula(entry: dict) -> bool:
+    """Read from the yaml entry itself, not from the generator: a forward
+    formula's key is `result` or names outputs (`sin, cos`)."""
+    returns = entry["name"].split(") -> ", 1)[1].strip("()")
+    outputs = {r.split()[-1] for r in returns.split(", ") if " " in r} | {"result"}
+    return any(all(v.strip() in outputs for v in str(key).split(",")) for key in entry)
+
+
 @functools.lru_cache(maxsize=None)
 def example_ops(folder: str) -> ExampleOps:
     """Natives from the yaml itself; Function names from our generator (their
@@ -110,5 +119,7 @@ def example_ops(folder: str) -> ExampleOps:
     from codegen.units import load_op_infos
     nf, d = os.path.join(folder, "native_functions.yaml"), os.path.join(folder, "derivatives.yaml")
     natives = tuple(sorted(_op(f["func"]) for f in _yaml(nf)))
-    return ExampleOps(functions=tuple(sorted(i.op for i in load_op_infos(nf, d))), natives=natives,
-                      kernels=tuple(sorted(n.replace("::", "_").replace(".", "_") for n in natives)))
+    infos = load_op_infos(nf, d)
+    return ExampleOps(functions=tuple(sorted(i.op for i in infos)), natives=natives,
+                      kernels=tuple(sorted(n.replace("::", "_").replace(".", "_") for n in natives)),
+                      forward=tuple(sorted(i.op for i in infos if _has_forward_formula(i.entry))))

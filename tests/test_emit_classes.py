@@ -8,7 +8,6 @@ from functions_reference import (installed_functions_h, our_files, our_op_infos,
                                  read_structs, torchgen_functions)
 
 from codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
-from codegen.emit.saved import TENSOR, TENSOR_LIST, OPT_TENSOR_LIST, saved_slots
 
 OPTS = EmitOptions(includes=TORCH_MANUAL_INCLUDES)
 
@@ -69,27 +68,39 @@ def test_definitions_compute_what_torchgens_compute():
     assert diffs == [], "\n".join(diffs[:20])
 
 
+# Data members that hold saved tensors (as libtorch's installed header types them).
+SAVED_VARIABLE, SAVED_VARIABLE_LIST = "SavedVariable", "vector<SavedVariable>"  # (normalise_type)
+
+
 def test_every_saved_value_is_released_collected_and_swapped():
+    """What each data member needs follows from its C++ type in our header
+    (whose members equal libtorch's installed header's: checked above) and
+    from the infos (which saved values are outputs), not from the emitter's
+    own table of slots."""
     files = our_files(OPTS)
     for info in our_op_infos():
         struct = read_structs(files[f"functions/{info.op}.h"])[info.op]
         cpp = files[f"functions/{info.op}.cpp"]
         defs = read_definitions(cpp, info.op)
-        slots = saved_slots(info.all_saved_inputs, info.all_saved_outputs)
-        assert [n for _, n in struct.members if n != "retain_variables" and not n.endswith(("_released_", "_size_"))] \
-            == [s.field for s in slots], info.op
-        for s in slots:
-            if s.kind == TENSOR:
-                assert f"{s.field}.reset_data();" in struct.release, (info.op, s.name)
-            if s.kind in (TENSOR_LIST, OPT_TENSOR_LIST):
-                assert f"{s.field}.clear();" in struct.release, (info.op, s.name)
-                assert f"{s.name}_released_ = true;" in struct.release, (info.op, s.name)
-            flag = ", true" if s.is_output else ", false"
-            assert f"args.collect({s.field}{flag if s.kind in (TENSOR, TENSOR_LIST, OPT_TENSOR_LIST) else ''});" \
-                in defs.collects, (info.op, s.name)
-            assert f"saved.before({s.field});" in cpp and f"saved.after({s.field});" in cpp
-        if not any(s.kind in (TENSOR, TENSOR_LIST, OPT_TENSOR_LIST) for s in slots):
-            assert not any("reset_data" in r or "_.clear()" in r for r in struct.release)
+        outputs = {a.name for a in info.all_saved_outputs}
+        members = [(t, n) for t, n in struct.members
+                   if n != "retain_variables" and not n.endswith(("_released_", "_size_"))]
+        tensors = [n for t, n in members if t in (SAVED_VARIABLE, SAVED_VARIABLE_LIST)]
+        assert all(n.endswith("_") for n in tensors), (info.op, tensors)
+        # one member per saved value: a tensor (list) as `<name>_`, the rest by name
+        assert sorted(n[:-1] if n in tensors else n for _, n in members) == \
+            sorted(a.name for a in info.all_saved_inputs + info.all_saved_outputs), info.op
+        for t, n in members:
+            if t == SAVED_VARIABLE:
+                assert f"{n}.reset_data();" in struct.release, (info.op, n)
+            if t == SAVED_VARIABLE_LIST:
+                assert f"{n}.clear();" in struct.release, (info.op, n)
+                assert f"{n[:-1]}_released_ = true;" in struct.release, (info.op, n)
+            flag = f", {'true' if n[:-1] in outputs else 'false'}" if n in tensors else ""
+            assert f"args.collect({n}{flag});" in defs.collects, (info.op, n)
+            assert f"saved.before({n});" in cpp and f"saved.after({n});" in cpp, (info.op, n)
+        if not tensors:
+            assert not any("reset_data" in r or "_.clear()" in r for r in struct.release), info.op
 
 
 def test_each_gradient_slot_uses_its_formula():

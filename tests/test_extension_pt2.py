@@ -43,11 +43,13 @@ def samples(ops):
         "cube": ((_g(3, 4),), {}),
         "masked_scale": ((_g(3, 4), mask), {}),
         "sq_norm": ((_g(3, 4),), {}),
+        "prod_diff": ((_g(3, 4), _g(3, 4)), {}),
+        "sum_as": ((_g(3, 4), [2, 3, 2], [0, -1]), {"dtype": torch.double}),
     }
 
 
 OPS = ["bmul", "scale", "scale_", "scale.out", "row_sum", "affine", "stack_sum", "sincos_sign", "myexp",
-       "gather_rows", "soft_clip", "cube", "masked_scale", "sq_norm"]
+       "gather_rows", "soft_clip", "cube", "masked_scale", "sq_norm", "prod_diff", "sum_as"]
 SAMPLES = OPS + ["affine_no_bias"]
 
 

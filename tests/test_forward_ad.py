@@ -14,6 +14,7 @@ from codegen.units import load_units
 from codegen.emit.options import EmitOptions
 
 import example_build
+import extension_checks as checks
 
 torch = pytest.importorskip("torch")
 import torch.autograd.forward_ad as fwAD  # noqa: E402
@@ -45,11 +46,15 @@ def jvp_cases(ops):
         "soft_clip": (lambda a: ops.soft_clip(a, 0.7), lambda a: (a * 0.7).tanh(), (_x(),)),
         "cube": (ops.cube, lambda a: a ** 3, (_x(),)),
         "masked_scale": (lambda a: ops.masked_scale(a, mask), lambda a: a * mask, (_x(),)),
+        "prod_diff": (lambda a, c: tuple(ops.prod_diff(a, c)), lambda a, c: (a * c, a - c), (_x(), _x())),
+        "sum_as": (lambda a: ops.sum_as(a, [2, 3, 2], [0, -1]), lambda a: a.reshape(2, 3, 2).sum([0, -1]),
+                   (_x(),)),
     }
 
 
-JVP = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "sincos_sign", "myexp", "soft_clip", "cube",
-       "masked_scale"]
+# Read off the table; tests/test_example_coverage.py checks that it covers
+# every Function with a forward formula.
+JVP = list(jvp_cases(checks.UNLOADED))
 
 
 @pytest.mark.compile
@@ -88,6 +93,21 @@ def test_gradcheck_with_forward_ad(ops, case):
 
 
 @pytest.mark.compile
+def test_a_non_differentiable_input_gets_no_tangent(ops):
+    # masked_scale's mask is non_differentiable: a dual mask next to a plain
+    # self gives the result no tangent (its own is not read).  (Both dual is
+    # refused by torch, as for its own ops: the formula `self_t * mask` then
+    # yields a tangent that has a tangent itself.)
+    x, mask, tm = _x(), torch.rand(3, 4, **D), torch.randn(3, 4, **D)
+    with fwAD.dual_level():
+        out = fwAD.unpack_dual(ops.masked_scale(x, fwAD.make_dual(mask, tm)))
+        assert out.tangent is None
+        torch.testing.assert_close(out.primal, x * mask)
+    _, t = torch.func.jvp(lambda m: ops.masked_scale(x, m), (mask,), (tm,))
+    torch.testing.assert_close(t, torch.zeros_like(x))
+
+
+@pytest.mark.compile
 def test_inplace_variant_updates_the_tangent(ops):
     x, tx = _x(), torch.randn(3, 4, **D)
     with fwAD.dual_level():
@@ -106,12 +126,16 @@ def test_inplace_variant_updates_the_tangent(ops):
     assert gradcheck(scaled, (_x().requires_grad_(True),), check_forward_ad=True)
 
 
-@pytest.mark.compile
-@pytest.mark.parametrize("op,call", [
+# Every op without a forward formula (tests/test_example_coverage.py checks that).
+REFUSING = [
     ("myops::gather_rows", lambda ops, a: ops.gather_rows(a, torch.tensor([1, 0]))),
     ("myops::stack_sum", lambda ops, a: ops.stack_sum([a, a])),
     ("myops::scale.out", lambda ops, a: ops.scale.out(a, 2.0, out=torch.empty(3, 4, **D))),
-])
+]
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("op,call", REFUSING)
 def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op, call):
     x = _x()
     msg = rf"{op}: forward-mode AD is not supported"
@@ -123,14 +147,14 @@ def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op,
     call(ops, x)  # no dual tensor: fine
 
 
+# Every Function (tests/test_example_coverage.py checks that).
 GRADGRAD = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign", "myexp",
-            "gather_rows", "soft_clip", "cube", "masked_scale"]
+            "gather_rows", "soft_clip", "cube", "masked_scale", "prod_diff", "sum_as"]
 
 
 @pytest.mark.compile
 @pytest.mark.parametrize("case", GRADGRAD)
 def test_gradgradcheck(ops, case):
-    import extension_checks as checks
     fn, _, inputs, _ = checks.cases(ops)[case]
     assert gradgradcheck(fn, inputs)
 
@@ -141,18 +165,21 @@ NATIVE = "- func: fw::twice(Tensor self, Tensor mask) -> Tensor\n"
 
 
 def _render(tmp_path, derivatives):
+    """path -> text of everything generated."""
     nf, dv = tmp_path / "native_functions.yaml", tmp_path / "derivatives.yaml"
     nf.write_text(NATIVE)
     dv.write_text(derivatives)
     opts = EmitOptions(namespace="fw::autograd")
+    files = {}
     for unit in load_units(str(nf), str(dv)):
-        unit.render(opts)
-    return str(dv)
+        files.update(unit.render(opts))
+    return files
 
 
 @pytest.mark.parametrize("formula,what", [
     ("selff_t * 2", "uses 'selff_t', but 'selff' is not an argument of 'twice(Tensor self, Tensor mask) -> Tensor'"),
     ("self_t * mask_p", "uses 'mask_p', but 'mask' has no primal: it is not a differentiable input"),
+    ("self_t * mask_t", "uses 'mask_t', but 'mask' has no tangent: it is not a differentiable input"),
 ])
 def test_forward_formula_naming_what_does_not_exist_is_a_located_error(tmp_path, formula, what):
     text = ("# comment\n- name: twice(Tensor self, Tensor mask) -> Tensor\n  self: grad * 2\n"
@@ -163,9 +190,19 @@ def test_forward_formula_naming_what_does_not_exist_is_a_located_error(tmp_path,
                             f"forward formula for 'result' {what}")
 
 
-def test_valid_forward_formula_renders(tmp_path):
-    _render(tmp_path, "- name: twice(Tensor self, Tensor mask) -> Tensor\n  self: grad * 2\n"
-                      "  mask: non_differentiable\n  result: self_t * 2 + int64_t(0) * self_p\n")
+def test_valid_forward_formula_is_the_result_tangent_after_the_call(tmp_path):
+    files = _render(tmp_path, "- name: twice(Tensor self, Tensor mask) -> Tensor\n  self: grad * 2\n"
+                              "  mask: non_differentiable\n  result: self_t * 2 + int64_t(0) * self_p\n")
+    text = files["ops/fw_twice.cpp"]
+    # self's primal and tangent are read, then the formula is the result's
+    # new tangent, set on the result; all after the call.
+    order = ["return op.call(self, mask);", "at::Tensor self_t = ", "at::Tensor self_p = self._fw_primal(/*level=*/0);",
+             "at::Tensor result_new_fw_grad = self_t * 2 + int64_t(0) * self_p;",
+             "result._set_fw_grad(result_new_fw_grad, /*level=*/0, /*is_inplace_op=*/false);"]
+    assert all(text.count(line) == 1 for line in order), text
+    assert [text.index(line) for line in order] == sorted(text.index(line) for line in order)
+    # the non-differentiable mask has no tangent: neither read nor tested
+    assert "mask._fw_grad" not in text and "isFwGradDefined(self);" in text and "isFwGradDefined(mask" not in text
 
 
 def test_inplace_variant_with_the_functional_formula_keeps_the_old_primal(tmp_path):

@@ -2,6 +2,7 @@
 or (for build facts) a different signature; never a traceback, a hang or
 half-written output."""
 
+import json
 import os
 import subprocess
 import sys
@@ -25,46 +26,66 @@ PY313T = {"SOABI": "cpython-313t-x86_64-linux-gnu", "py_version_nodot": "313", "
 TORCH = {"root": "/opt/a/site-packages/torch", "abi": 1, "version": "2.13.0+cpu"}
 
 
-def compile_signature(monkeypatch, python=PY311, torch=TORCH, include="/opt/a/include/python3.11"):
-    """The signed compile command line of an env configured by torch_flags,
-    with the Python and torch facts faked."""
+def _pch_command():
+    """The autograd_functions tool's command for its precompiled header
+    (pch=True): a string the tool keeps to itself, read off its module."""
+    env = SCons.Environment.Environment(tools=[], ENV={}, toolpath=[os.path.join(REPO, "site_scons", "site_tools")])
+    env.Tool("autograd_functions")
+    return sys.modules["autograd_functions"]._PCHCOM
+
+
+# Every command whose output depends on torch's and Python's headers: C++
+# and C compiles, and the precompiled header's.
+COMMANDS = {"C++": "$SHCXXCOM", "C": "$SHCCCOM", "PCH": _pch_command()}
+command = pytest.mark.parametrize("command", sorted(COMMANDS))
+
+
+def compile_signature(monkeypatch, python=PY311, torch=TORCH, include="/opt/a/include/python3.11", command="C++"):
+    """The signed compile command line (`command` of COMMANDS) of an env
+    configured by torch_flags, with the Python and torch facts faked."""
     real_var, real_paths = torch_flags.sysconfig.get_config_var, torch_flags.sysconfig.get_paths
     monkeypatch.setattr(torch_flags.sysconfig, "get_config_var",
                         lambda name: python[name] if name in python else real_var(name))
     monkeypatch.setattr(torch_flags.sysconfig, "get_paths", lambda *a, **k: dict(real_paths(), include=include))
     monkeypatch.setattr(torch_flags, "torch_facts", lambda cache_path: dict(torch))
-    env = SCons.Environment.Environment(tools=["g++"], ENV={})
+    env = SCons.Environment.Environment(tools=["gcc", "g++"], ENV={})
     torch_flags.configure(env, "unused.json")
     monkeypatch.undo()
-    return env.subst("$SHCXXCOM", SCons.Subst.SUBST_SIG)
+    return env.subst(COMMANDS[command], SCons.Subst.SUBST_SIG)
 
 
-def test_python_version_is_in_the_compile_signature(monkeypatch):
-    base = compile_signature(monkeypatch)
-    assert compile_signature(monkeypatch, python=PY312) != base
+@command
+def test_python_version_is_in_the_compile_signature(monkeypatch, command):
+    base = compile_signature(monkeypatch, command=command)
+    assert compile_signature(monkeypatch, python=PY312, command=command) != base
     # Without SOABI (e.g. Windows), the same facts are spelled from the version and ABI flags.
     no_soabi = {"SOABI": None, "py_version_nodot": "311", "ABIFLAGS": ""}
-    assert compile_signature(monkeypatch, python=no_soabi) != \
-        compile_signature(monkeypatch, python=dict(no_soabi, py_version_nodot="312"))
+    assert compile_signature(monkeypatch, python=no_soabi, command=command) != \
+        compile_signature(monkeypatch, python=dict(no_soabi, py_version_nodot="312"), command=command)
 
 
-def test_python_abi_flags_are_in_the_compile_signature(monkeypatch):
+@command
+def test_python_abi_flags_are_in_the_compile_signature(monkeypatch, command):
     py313 = dict(PY313T, SOABI="cpython-313-x86_64-linux-gnu", ABIFLAGS="")
-    assert compile_signature(monkeypatch, python=PY313T) != compile_signature(monkeypatch, python=py313)
+    assert compile_signature(monkeypatch, python=PY313T, command=command) != \
+        compile_signature(monkeypatch, python=py313, command=command)
 
 
+@command
 @pytest.mark.parametrize("change", [{"abi": 0}, {"version": "2.14.0+cpu"}])
-def test_torch_facts_are_in_the_compile_signature(monkeypatch, change):
-    assert compile_signature(monkeypatch, torch=dict(TORCH, **change)) != compile_signature(monkeypatch)
+def test_torch_facts_are_in_the_compile_signature(monkeypatch, change, command):
+    assert compile_signature(monkeypatch, torch=dict(TORCH, **change), command=command) != \
+        compile_signature(monkeypatch, command=command)
 
 
-def test_install_folders_are_not_in_the_compile_signature(monkeypatch):
+@command
+def test_install_folders_are_not_in_the_compile_signature(monkeypatch, command):
     # A CacheDir shared by checkouts (and installs) in other folders keeps hitting.
-    base = compile_signature(monkeypatch)
+    base = compile_signature(monkeypatch, command=command)
     elsewhere = compile_signature(monkeypatch, torch=dict(TORCH, root="/home/b/venv/torch"),
-                                  include="/home/b/include/python3.11")
+                                  include="/home/b/include/python3.11", command=command)
     assert elsewhere == base
-    assert "/opt/a" not in base
+    assert "/opt/a" not in base and "-o " in base   # the command itself, not an empty one
 
 
 CUDA_TORCH = dict(TORCH, version="2.14.1+cu130", cuda="13.0", cuda_arches=["sm_80", "sm_90"], gpus=[])
@@ -193,6 +214,11 @@ def test_ampersands_in_formulas_and_comments_are_fine(tmp_path, capsys):
                    .replace("grad * self\n", "grad * (self.is_contiguous() &other.defined()) * self\n"))
     proc = run_cli(tmp_path, capsys, NATIVE, derivatives)
     assert proc.returncode == 0, proc.stderr
+    # Each formula is read whole, ampersands included (not cut at an anchor).
+    (mul,) = [i for i in json.loads(proc.stdout)["infos"] if i["name"] == "mul"]
+    formulas = {tuple(d["var_names"]): d["formula"] for d in mul["derivatives"]}
+    assert formulas == {("self",): "grad * other * (self.is_contiguous() && !other.defined())",
+                        ("other",): "grad * (self.is_contiguous() &other.defined()) * self"}
 
 
 # ------------------------------------------------- empty derivatives.yaml
@@ -214,7 +240,7 @@ def test_empty_derivatives_through_scons_fails_and_keeps_every_generated_file(tm
     with open(os.path.join(root, "tests", "fixtures", "tiny_ext", "derivatives.yaml"), "w") as f:
         f.write("# nothing left\n")
     proc = scons(root, *tiny_args, check=False)
-    assert proc.returncode != 0
+    assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert len(errors) == 1 and "derivatives.yaml:1: no derivatives entries" in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr

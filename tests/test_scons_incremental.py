@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 import scenarios
-from scons_helpers import TINY_ARGS, clone, compiled, edit, linked, report, scons, tree
+from scons_helpers import TINY_ARGS, clone, compiled, edit, linked, report, scons, snapshot, tree
 
 TINY = ("tests", "fixtures", "tiny_ext")  # Functions only: counts stay about Functions
 ARGS = TINY_ARGS
@@ -86,16 +86,21 @@ import os, signal
 _replace = os.replace
 def _die_after(a, b):  # every generated file ends in an os.replace
     _replace(a, b)
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.{sig})
 os.replace = _die_after
 """
 
 
-def test_killed_generation_then_build_equals_clean_build(proj, tmp_path):
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGINT"])   # SIGINT: Ctrl-C
+def test_killed_generation_then_build_equals_clean_build(proj, tmp_path, sig):
+    before = snapshot(path(proj, GEN))
     for _, old, new in (scenarios.FORMULA, scenarios.FORMULA_MUL):
         edit(path(proj, *TINY, "derivatives.yaml"), old, new)
-    killed = scons(proj, *ARGS, prelude=KILL_AFTER_FIRST_WRITE, check=False)
-    assert killed.returncode == -9
+    killed = scons(proj, *ARGS, prelude=KILL_AFTER_FIRST_WRITE.format(sig=sig), check=False)
+    if sig == "SIGKILL":
+        assert killed.returncode == -9
+    else:  # KeyboardInterrupt: SCons stops with its build-error exit code, no traceback
+        assert killed.returncode == 2 and "Traceback" not in killed.stderr, killed.stderr[-2000:]
     out = scons(proj, *ARGS).stdout
     # No manifest survived the kill: the cold layout, both Functions in the bucket.
     assert compiled(out) == ["bucket_0.os"]
@@ -104,12 +109,11 @@ def test_killed_generation_then_build_equals_clean_build(proj, tmp_path):
         shutil.copy(path(proj, *TINY, f), path(clean, *TINY, f))
     scons(clean, *ARGS)
     assert tree(path(proj, GEN)) == tree(path(clean, GEN))
+    # Only what differs was rewritten: every file with its old bytes kept its mtime.
+    after = snapshot(path(proj, GEN))
+    kept = [p for p in after if p in before and before[p][1] == after[p][1]]
+    assert kept and [p for p in kept if before[p][0] != after[p][0]] == []
     assert compiled(scons(proj, *ARGS).stdout) == []
-
-
-def snapshot(root):
-    return {p: (os.stat(os.path.join(d, p)).st_mtime_ns, open(os.path.join(d, p), "rb").read())
-            for d, _, names in os.walk(root) for p in names}
 
 
 def test_yaml_error_is_one_located_line_and_touches_nothing(proj):
@@ -118,7 +122,7 @@ def test_yaml_error_is_one_located_line_and_touches_nothing(proj):
     edit(d, *scenarios.YAML_ERROR[1:])
     before = snapshot(path(proj, "build"))
     proc = scons(proj, *ARGS, check=False)
-    assert proc.returncode != 0
+    assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert len(errors) == 1 and "derivatives.yaml:" in errors[0] and "malformed YAML" in errors[0]
     assert compiled(proc.stdout) == []

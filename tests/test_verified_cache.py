@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from scons_helpers import FAKE_CXX, clone, compiled, scons
+from scons_helpers import FAKE_CXX, REPO, clone, compiled, scons
 
 TINY = "tests/fixtures/tiny_ext"
 OBJ = os.path.join("build", "example", "gen", "functions", "ScaleBackward0.os")
@@ -113,3 +113,85 @@ def test_read_only_cache_does_not_evict(filled, cache, tmp_path):
     assert compiled(proc.stdout) == ["ScaleBackward0.os"]
     assert len(warnings(proc)) == 1 and "left in place, rebuilding" in warnings(proc)[0]
     assert os.path.exists(entry)
+
+
+def test_dry_run_does_not_evict(filled, cache, tmp_path):
+    first, _ = filled
+    entry = entry_of(cache, os.path.join(first, OBJ))
+    open(entry, "ab").write(b"x")
+    # A copy of the built checkout without that object: -n would retrieve it.
+    other = shutil.copytree(first, tmp_path / "second", symlinks=True)
+    os.remove(os.path.join(other, OBJ))
+    proc = scons(other, "-n", *args(cache))
+    assert len(warnings(proc)) == 1 and "left in place, rebuilding" in warnings(proc)[0], proc.stderr
+    assert os.path.exists(entry) and os.path.exists(entry + ".sha256")
+
+
+# Logs, at each entry SCons's own CacheDir.push is about to store, whether
+# its digest is already there.
+DIGEST_FIRST = """
+import os, SCons.CacheDir
+_push = SCons.CacheDir.CacheDir.push
+def push(self, node):
+    _, entry = self.cachepath(node)
+    if not os.path.lexists(entry):
+        with open({log!r}, "a") as log:
+            log.write(f"{{os.path.exists(entry + '.sha256')}} {{node}}\\n")
+    return _push(self, node)
+SCons.CacheDir.CacheDir.push = push
+"""
+
+
+def test_the_digest_is_written_before_the_entry(tmp_path):
+    root, log = clone(tmp_path / "repo"), tmp_path / "pushes.log"
+    scons(root, *args(tmp_path / "cache"), prelude=DIGEST_FIRST.format(log=str(log)))
+    pushes = log.read_text().splitlines()
+    assert len(pushes) == len(ALL_OBJECTS) + 1, pushes   # and the library
+    assert all(p.startswith("True ") for p in pushes), pushes
+
+
+SITE = os.path.join(REPO, "site_scons")
+EMBEDDING = f"""
+import os, sys
+sys.path.insert(0, {SITE!r})
+import verified_cache
+DefaultEnvironment(tools=[])
+env = Environment(tools=["gcc", "g++", "gnulink", "ar"], CXX=ARGUMENTS["CXX"],
+                  ENV={{"PATH": os.environ.get("PATH", "")}})
+env.SConsignFile("build/.sconsign")
+env.Replace(LINK="$CXX")
+env.CacheDir(ARGUMENTS["CACHE"], verified_cache.VerifiedCacheDir)
+env.Tool("autograd_functions", toolpath=[{os.path.join(SITE, "site_tools")!r}])
+Default(env.AutogradLibrary("build/ops", "build/gen", native_functions="spec/native_functions.yaml",
+                            derivatives="spec/derivatives.yaml", namespace="lib::grad", kernels=False,
+                            unity=0))
+"""
+
+
+def embedding_project(root):
+    """A project of its own that uses the tool and VerifiedCacheDir."""
+    os.makedirs(os.path.join(root, "spec"))
+    for f in ("native_functions.yaml", "derivatives.yaml"):
+        shutil.copy(os.path.join(REPO, TINY, f), os.path.join(root, "spec", f))
+    with open(os.path.join(root, "SConstruct"), "w") as f:
+        f.write(EMBEDDING)
+    return str(root)
+
+
+def test_verified_cache_dir_in_an_embedding_build(tmp_path):
+    cache = tmp_path / "cache"
+    run = ("-j2", f"CXX={FAKE_CXX}", f"CACHE={cache}")
+    first = embedding_project(tmp_path / "first")
+    assert compiled(scons(first, *run).stdout) == ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os"]
+    built = os.path.join(first, "build", "gen", "functions", "ScaleBackward0.os")
+    entry = entry_of(cache, built)
+    assert os.path.exists(entry + ".sha256")
+    open(entry, "ab").write(b"x")
+    second = embedding_project(tmp_path / "second")
+    proc = scons(second, *run)
+    w = warnings(proc)
+    assert len(w) == 1 and entry in w[0] and "corrupt (digest mismatch); evicted, rebuilding" in w[0], proc.stderr
+    assert compiled(proc.stdout) == ["ScaleBackward0.os"]
+    with open(built, "rb") as a, open(os.path.join(second, "build", "gen", "functions", "ScaleBackward0.os"),
+                                      "rb") as b:
+        assert a.read() == b.read()

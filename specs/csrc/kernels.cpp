@@ -14,6 +14,7 @@
 #include "ops/myops_gather_rows.h"
 #include "ops/myops_masked_scale.h"
 #include "ops/myops_myexp.h"
+#include "ops/myops_prod_diff.h"
 #include "ops/myops_row_sum.h"
 #include "ops/myops_scale.h"
 #include "ops/myops_scale_.h"
@@ -22,6 +23,7 @@
 #include "ops/myops_soft_clip.h"
 #include "ops/myops_sq_norm.h"
 #include "ops/myops_stack_sum.h"
+#include "ops/myops_sum_as.h"
 
 namespace myops::native {
 
@@ -83,6 +85,15 @@ at::Tensor cube(const at::Tensor& self) {
 
 at::Tensor masked_scale(const at::Tensor& self, const at::Tensor& mask) {
   return self * mask;
+}
+
+std::tuple<at::Tensor, at::Tensor> prod_diff(const at::Tensor& self, const at::Tensor& other) {
+  return {self * other, self - other};
+}
+
+at::Tensor sum_as(const at::Tensor& self, c10::SymIntArrayRef size, at::IntArrayRef dims,
+                  std::optional<at::ScalarType> dtype) {
+  return self.reshape_symint(size).sum(dims, /*keepdim=*/false, dtype);
 }
 
 // CPU: a plain loop over the rows (not an ATen composition), hence a Meta

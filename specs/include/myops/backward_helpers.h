@@ -3,7 +3,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
 
+#include <algorithm>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -47,6 +50,34 @@ inline at::Tensor sincos_backward(const at::Tensor& grad_sin,
 // Forward mode of sincos_sign: the tangents of sin and cos.
 inline std::tuple<at::Tensor, at::Tensor> sincos_jvp(const at::Tensor& self_p, const at::Tensor& self_t) {
   return {self_t * self_p.cos(), -self_t * self_p.sin()};
+}
+
+// An output's gradient, or zeros when that output was not used.
+inline at::Tensor or_zeros(const at::Tensor& grad, const at::Tensor& like) {
+  return grad.defined() ? grad : at::zeros_like(like);
+}
+
+// sum_as's backward: the summed dims put back (they are dims of `size`),
+// expanded to `size`, reshaped to self's sizes, in self's dtype.  The
+// gradient arrives in the output's dtype (`dtype`, or self's without one):
+// checked, so that a dtype or size saved wrong fails here instead of
+// passing unnoticed (the engine would cast a wrong dtype back silently).
+inline at::Tensor sum_as_backward(const at::Tensor& grad, c10::SymIntArrayRef self_sizes,
+                                  c10::SymIntArrayRef size, at::IntArrayRef dims,
+                                  std::optional<at::ScalarType> dtype, at::ScalarType self_dtype) {
+  TORCH_CHECK(grad.scalar_type() == dtype.value_or(self_dtype), "sum_as_backward: the saved dtype ",
+              dtype.has_value() ? c10::toString(*dtype) : "None", " is not the gradient's ",
+              grad.scalar_type());
+  std::vector<int64_t> wrapped;
+  for (int64_t d : dims) {
+    wrapped.push_back(at::maybe_wrap_dim(d, static_cast<int64_t>(size.size())));
+  }
+  std::sort(wrapped.begin(), wrapped.end());
+  at::Tensor g = grad;
+  for (int64_t d : wrapped) {
+    g = g.unsqueeze(d);
+  }
+  return g.expand_symint(size).reshape_symint(self_sizes).to(self_dtype);
 }
 
 }  // namespace myops
