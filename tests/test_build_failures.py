@@ -351,3 +351,12 @@ def test_two_builds_of_one_tree_never_interleave(built_repo):
     # the waiting build names the first one's pid (the `python -c` running SCons)
     assert f"being built by another process (pid {first.pid})" in second.stdout and "waiting" in second.stdout
     assert any(o.startswith("edited_") for o in compiled(out1)) and compiled(second.stdout) == []
+
+
+def test_dry_run_of_a_fresh_tree_with_the_precompiled_prelude_writes_nothing(tmp_path):
+    # PCH=auto is on for the example: `-n` once failed on the prelude's
+    # wrapper header, which only a real run writes.
+    root = clone(tmp_path / "repo")
+    proc = scons(root, *EXAMPLE_ARGS, "-n", "PCH=1")
+    assert f"would generate {os.path.join(GEN, 'prelude_pch.h')}" in proc.stdout
+    assert not os.path.exists(os.path.join(root, GEN))

@@ -212,6 +212,9 @@ def _pch_objects(env, out, sources):
     header = _no_duplicate(out.File(_PCH_HEADER))
     if not (SCons.Script.GetOption("no_exec") or SCons.Script.GetOption("clean")):
         write_files(out.abspath, {_PCH_HEADER: _PCH_TEXT})
+    elif SCons.Script.GetOption("no_exec") and not header.exists():
+        # `-n` on a fresh tree: shown as generated, as the edit TUs are.
+        env.Command(header, [], SCons.Action.Action(_never_run, "would generate $TARGET"))
     gch = env.Command(_no_duplicate(out.File(_PCH_HEADER + ".gch")), header,
                       SCons.Action.Action(_PCHCOM, "$AUTOGRAD_PCHCOMSTR"),
                       source_scanner=SCons.Tool.CScanner)
