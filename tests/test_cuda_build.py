@@ -88,6 +88,10 @@ def test_the_cu_compiles_with_nvcc_for_each_architecture(built):
     for num in ("80", "90"):
         assert f"-gencode=arch=compute_{num},code=sm_{num}" in line
     assert "code=compute_" not in line  # no +PTX asked for
+    # The example's C++ TUs take the precompiled prelude (PCH=auto); nvcc
+    # must not get its GCC flags (it refuses -Winvalid-pch).
+    assert "-Winvalid-pch" in [x for x in out.splitlines() if "kernels.os -c" in x][0]
+    assert "-Winvalid-pch" not in line and "prelude_pch.h" not in line
     from torch.utils.cpp_extension import COMMON_NVCC_FLAGS  # the reference
     for flag in COMMON_NVCC_FLAGS + ["-Xcompiler -fPIC", "-std=c++20", "-D_GLIBCXX_USE_CXX11_ABI=",
                                      "-DAUTOGRAD_EXT_TORCH_VERSION=", f"-ccbin {FAKE_CXX}"]:

@@ -223,8 +223,10 @@ def _pch_objects(env, out, sources):
     env.NoCache(gch)
     env.Clean(gch, header)
     flags = ["-Winvalid-pch", "-include", header.path]
-    oenv = env.Override({"_CCCOMCOM": env["_CCCOMCOM"] + " $_AUTOGRAD_PCH_FLAGS",
-                         "_AUTOGRAD_PCH_FLAGS": flags})
+    # A clone, not env.Override(): the .cu objects the caller declares later
+    # with `env` were built with the override's flags too (nvcc refused
+    # -Winvalid-pch).
+    oenv = env.Clone(_CCCOMCOM=env["_CCCOMCOM"] + " $_AUTOGRAD_PCH_FLAGS", _AUTOGRAD_PCH_FLAGS=flags)
     objects = oenv.SharedObject(sources)
     env.Depends(objects, key)
     env.Requires(objects, gch)
