@@ -230,7 +230,9 @@ def test_a_duplicate_symbol_in_your_code_fails_the_link_while_an_override_is_act
     # a duplicate definition in the extension's own sources must then fail
     # the link as in a clean build, not be resolved silently.
     root = fresh_checkout(tmp_path, cache)
-    edit(os.path.join(root, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
+    # An edit no other test makes: its edit TU's object goes into the shared
+    # CacheDir, where another test's identical edit would find it compiled.
+    edit(os.path.join(root, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 7")
     assert "1 overriding its old text" in report(scons(root, *ARGS, f"CACHEDIR={cache}").stdout)[0]
     csrc = os.path.join(root, "specs", "csrc")
     for name, value in (("dup_a", 1), ("dup_b", 2)):
