@@ -80,15 +80,14 @@ def _function(info: DifferentiabilityInfo, ns: str) -> tuple[list[str], str]:
     op = info.op
     props = properties(op, saved_slots(info.all_saved_inputs, info.all_saved_outputs))
     out = []
-    for p in props:
-        out += [f"PyObject* {p.getter}(THPCppFunction* self, void*) {{",
-                "  HANDLE_TH_ERRORS",
+    for p in props:  # unguarded: every entry goes through guarded_getter (bindings.h)
+        out += [f"PyObject* {p.getter}(THPCppFunction* self) {{",
                 f"  const auto& node = *static_cast<{op}*>(self->cdata.get());",
                 *("  " + line for line in p.body),
-                "  END_HANDLE_TH_ERRORS",
                 "}", ""]
     out += [f"PyGetSetDef {op}_properties[] = {{", "    THP_FUNCTION_DEFAULT_PROPERTIES,",
-            *(f'    {{(char*)"{p.name}", (getter){p.getter}, nullptr, nullptr, nullptr}},' for p in props),
+            *(f'    {{(char*)"{p.name}", guarded_getter, nullptr, nullptr, as_closure({p.getter})}},'
+              for p in props),
             "    {nullptr}};", f"PyTypeObject {op}_type;", ""]
     call = (f"ok = ok && add_class<{op}>(module, {op}_type, {_cpp_string(op)}, "
             f"{_cpp_string(qualified_name(ns, op))}, {_cpp_string(ns + '::' + op)}, {op}_properties);")
@@ -157,6 +156,21 @@ namespace {{
 
 // THP_FUNCTION_DEFAULT_PROPERTIES names torch::autograd's getters unqualified.
 using namespace torch::autograd;
+
+// The one C getter of every _saved_/_raw_saved_ property: the property's
+// own getter comes as the closure.  One HANDLE_TH_ERRORS (torch's exception
+// mapping) per TU, not per getter, where it cost ~20 ms of compile each.
+using Getter = PyObject* (*)(THPCppFunction*);
+
+inline void* as_closure(Getter g) {{
+  return reinterpret_cast<void*>(g);
+}}
+
+inline PyObject* guarded_getter(PyObject* self, void* closure) {{
+  HANDLE_TH_ERRORS
+  return reinterpret_cast<Getter>(closure)(reinterpret_cast<THPCppFunction*>(self));
+  END_HANDLE_TH_ERRORS
+}}
 
 inline PyObject* backward_twice() {{
   PyErr_SetString(PyExc_RuntimeError, torch::autograd::ERR_BACKWARD_TWICE);
