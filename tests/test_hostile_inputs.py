@@ -290,3 +290,25 @@ def test_torch_refuses_the_same_names():
             pytest.fail(f"torch accepts {case}: {func}")
     for func, _ in CXX_KEYWORDS.values():
         torch._C.parse_schema(func)
+
+
+def test_a_cpu_torch_is_described_from_its_files_as_its_import_describes_it(tmp_path):
+    """torch_flags.read_facts (no `import torch`) against the query it stands
+    in for, on the installed CPU torch; and on files that cannot tell, None."""
+    root = torch_flags._torch_dir()
+    asked = subprocess.run([sys.executable, "-c", torch_flags._QUERY], check=True, capture_output=True, text=True)
+    assert torch_flags.read_facts(root) == dict(json.loads(asked.stdout.splitlines()[-1]), root=root)
+    fake = tmp_path / "torch"
+    (fake / "lib").mkdir(parents=True)
+    (fake / "lib" / "libc10.so").write_bytes(b"\x7fELF _ZN3c103strB5cxx11Ev")
+    (fake / "version.py").write_text("__version__ = '9.0.0+cu999'\ncuda: Optional[str] = '99.9'\nhip = None\n")
+    assert torch_flags.read_facts(str(fake)) is None            # a CUDA build: its arches need the import
+    (fake / "version.py").write_text("__version__ = '9.0.0+cpu'\ncuda = None\nhip = None\n")
+    assert torch_flags.read_facts(str(fake))["abi"] == 1
+    (fake / "lib" / "libc10.so").write_bytes(b"\x7fELF _ZN3c103strEv")
+    assert torch_flags.read_facts(str(fake)) == {"abi": 0, "version": "9.0.0+cpu", "cuda": None,
+                                                 "cuda_arches": [], "gpus": [], "root": str(fake)}
+    (fake / "version.py").write_text("__version__ = '9.0.0+rocm'\ncuda = None\nhip = '6.0'\n")
+    assert torch_flags.read_facts(str(fake)) is None
+    (fake / "lib" / "libc10.so").unlink()
+    assert torch_flags.read_facts(str(fake)) is None
