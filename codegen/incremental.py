@@ -44,6 +44,7 @@ class Request:
     opts: EmitOptions = EmitOptions()
     unity: Optional[int] = None    # None: automatic bucket count; 0: one TU per unit
     jobs: int = 1                  # parallel compiles (for the automatic count)
+    others: int = 0                # the caller's own TUs compiled alongside (layout.bucket_count)
     dry_run: bool = False
     # The caller links each bucket holding shadowed old text as a copy
     # whose symbols the edit TUs define are weak (weaken.py): an edited unit
@@ -252,8 +253,10 @@ class _State:
         damaged = {bucket_index(r) for r in self.dirty} - {None}
         if headers and trusted and old.layout.shadowed:
             damaged |= self.stale_buckets(units, headers)
+        bound = [u for u in units if u.kind is Kind.FUNCTION and u.bound] if request.opts.python else []
+        n_shards = len(python_bindings.sources(len(bound)))
         p = plan(request.unity, names, request.jobs, old.layout if trusted else None,
-                 self.old_keys, edited, keep=keep, damaged=damaged)
+                 self.old_keys, edited, keep=keep, damaged=damaged, others=request.others + n_shards)
         layout = p.layout
 
         def text_of(u: Unit) -> str:
@@ -264,7 +267,6 @@ class _State:
         shared = render.shared([u.name for u in units if u.kind is Kind.FUNCTION], request.opts)
         # Bindings are rendered from every bound Function's saved values each
         # time (cheap); a shard is rewritten, so recompiled, only if its bytes change.
-        bound = [u for u in units if u.kind is Kind.FUNCTION and u.bound] if request.opts.python else []
         bindings = python_bindings.render_bindings([u.subject for u in bound], request.opts)
         rewritten = sorted(rel for rel, text in bindings.items() if rel.endswith(".cpp")
                            and not same_bytes(os.path.join(self.out_dir, rel), text.encode()))
@@ -275,7 +277,6 @@ class _State:
             files[rel], owner[rel] = text, ""
         for i in set(range(layout.buckets)) - p.rewrite:  # kept as they are, old text and all
             owner[bucket_file(i)] = ""
-        n_shards = len(python_bindings.sources(len(bound)))
         result = Result(self.out_dir, names, {k.name: k.kind for k in keys},
                         layout_sources(units, layout) + python_bindings.sources(len(bound)), layout,
                         removed=removed, reasons=reasons, keys={k.name: k.key for k in keys}, parsed=True,

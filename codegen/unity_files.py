@@ -14,6 +14,7 @@ import posixpath
 import re
 from typing import Callable, Iterable, Sequence
 
+from .emit.support import SOURCE as SUPPORT
 from .layout import FOLDER, Layout, bucket_of, slot_of
 from .units import Unit
 
@@ -74,6 +75,8 @@ def render_buckets(units: Sequence[Unit], layout: Layout, which: Iterable[int],
     for i, ms in members.items():
         ms.sort(key=lambda u: u.source)
         head = [GENERATED, f"// Unity bucket {i} of {layout.buckets}: {len(ms)} units.", ""]
+        if i == 0:  # once per library (emit/support.py)
+            head += [f'#include "{posixpath.relpath(SUPPORT, FOLDER)}"', ""]
         files[bucket_file(i)] = "\n".join(head + [inline(u, text_of(u)) for u in ms])
     return files
 
@@ -97,9 +100,9 @@ def sources(units: Sequence[Unit], layout: Layout) -> list[str]:
     """What to compile, relative to the output folder, in link order: the
     edit TUs first (where a shadowed unit is defined twice, the linker
     takes the first definition), then the buckets; with unity=0, every
-    unit's own TU in emission order."""
+    unit's own TU in emission order, then the support TU (emit/support.py)."""
     if layout.buckets == 0:
-        return [u.source for u in units]
+        return [u.source for u in units] + [SUPPORT]
     slots = sorted({slot_of(u.name, layout.slots) for u in units if u.name in layout.alone})
     return [edit_file(j) for j in slots] + [bucket_file(i) for i in range(layout.buckets)]
 

@@ -99,7 +99,7 @@ class ExampleOps:
         0: one per unit."""
         from codegen.emit.python_bindings import sources
         units = [f"bucket_{i}.os" for i in range(buckets)] if buckets else \
-            [f + ".os" for f in self.functions + self.kernels]
+            [f + ".os" for f in self.functions + self.kernels] + ["support.os"]   # (emit/support.py)
         bindings = [os.path.basename(s)[:-len(".cpp")] + ".os" for s in sources(len(self.functions))] if python else []
         return sorted(units + ["kernels.os"] + bindings)
 

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from codegen.manifest import MANIFEST, read_manifest
 from scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, snapshot, tree
 
 EXAMPLE_ARGS = (f"CXX={FAKE_CXX}",)
@@ -293,28 +294,32 @@ def test_bad_unity_is_one_line(built_repo, arg, needle):
     assert tree(os.path.join(built_repo, GEN)) == before
 
 
-def buckets_of(root, *args):
-    """How many unity buckets `scons generate` lays out for the example (a
-    build without a trusted layout: the count follows -j)."""
+def layout_of(root, *args):
+    """(unity buckets, edit TUs) that `scons generate` lays out for the
+    example on a build without a trusted layout (both follow -j): the
+    buckets from the report, the edit TUs from the manifest."""
     shutil.rmtree(os.path.join(root, "build", "example"), ignore_errors=True)
     line = report(scons(root, *EXAMPLE_ARGS, "generate", *args).stdout)[0]
-    return int(re.search(r"; compiled as (\d+) buckets?[;,]", line).group(1))
+    manifest, _ = read_manifest(os.path.join(root, GEN, MANIFEST))
+    return int(re.search(r"; compiled as (\d+) buckets?[;,]", line).group(1)), manifest.layout.slots
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2,
                     reason="the default -j is the CPU count: on one CPU it cannot be told from -j1")
 def test_jobs_default_to_the_cpu_count_and_an_explicit_j_wins(tmp_path, monkeypatch, example_ops):
-    # The README's bucket count for n units at -j jobs (UNITY=auto).
+    # The README's counts at -j jobs (UNITY=auto): the buckets fill the cores
+    # the binding TU and the example's kernels.cpp leave; one edit TU a job.
     n = len(example_ops.functions) + len(example_ops.kernels)
 
     def expected(jobs):
-        return max(min(jobs, -(-n // 8)), -(-n // 64))
+        return max(min(max(jobs - 2, 1), -(-n // 8)), -(-n // 64)), min(jobs, 8)
     assert expected(1) != expected(os.cpu_count())
     root = clone(tmp_path / "repo")
-    assert buckets_of(root) == expected(os.cpu_count())   # no -j: every CPU, as ninja does
-    assert buckets_of(root, "-j1") == expected(1)
+    assert layout_of(root) == expected(os.cpu_count())   # no -j: every CPU, as ninja does
+    assert layout_of(root, "-j1") == expected(1)
     monkeypatch.setenv("SCONSFLAGS", "-j1")               # an explicit -j from the environment wins too
-    assert buckets_of(root) == expected(1)
+    assert layout_of(root) == expected(1)
+    assert layout_of(root, "-j6")[0] == expected(6)[0] > 1   # past the other TUs, the buckets take the cores
 
 
 def _wait_until_locked(path, timeout=60.0):

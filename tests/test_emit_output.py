@@ -76,8 +76,8 @@ def test_generation_is_byte_identical_in_any_folder(generated, real_specs, torch
     assert first == second
     n = torch_counts.functions
     shards = len(python_bindings.sources(n - torch_counts.foreach_derived))   # torch binds no derived foreach
-    # per-op pairs, preludes + load check + umbrella, buckets, the bindings' header and TUs
-    assert len(first) == n * 2 + 4 + 3 + 1 + shards
+    # per-op pairs, preludes + load check + support + umbrella, buckets, the bindings' header and TUs
+    assert len(first) == n * 2 + 5 + 3 + 1 + shards
     assert r1.stdout.startswith(f"{a}: {n} Functions: {n} regenerated, 0 unchanged, 0 removed; ")
     assert r1.stdout.endswith(f"; compiled as 3 buckets, Python bindings in {shards} TUs ({shards} rewritten)\n")
     for text in first.values():
@@ -219,7 +219,7 @@ def test_cli_reports_and_prunes(tmp_path):
     assert sorted(out) == ["Functions.h", "functions/MyMulBackward0.cpp", "functions/MyMulBackward0.h",
                            "functions/MyScaleBackward0.cpp", "functions/MyScaleBackward0.h",
                            "load_check.h", "prelude.h", "prelude_impl.h", "python/bindings.h",
-                           "python/bindings_0.cpp", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+                           "python/bindings_0.cpp", "support.cpp", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
     assert b"namespace my::grads {" in out["functions/MyMulBackward0.h"]
     assert b'#include "my/helpers.h"' in out["prelude_impl.h"]
     assert b"TORCH_API" not in out["functions/MyMulBackward0.h"]
@@ -238,7 +238,7 @@ def test_cli_reports_and_prunes(tmp_path):
     assert r.stderr == ""
     assert sorted(tree(tmp_path / "out")) == ["Functions.h", "functions/MyMulBackward0.cpp",
                                                "functions/MyMulBackward0.h", "load_check.h", "prelude.h",
-                                               "prelude_impl.h"]
+                                               "prelude_impl.h", "support.cpp"]
 
 
 def test_cli_spec_error_is_one_line(tmp_path):

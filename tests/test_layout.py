@@ -28,6 +28,19 @@ def test_bucket_count_rule():
     assert bucket_count(711, 2) == bucket_count(711, 8) == 12
     assert bucket_count(711, 64) == 64
     assert bucket_count(0, 4) == 1
+    # The other TUs of the build (binding TUs, the caller's sources) take
+    # their cores first; the buckets never fall below one, nor below what
+    # MAX_PER_BUCKET asks.
+    assert bucket_count(29, 2, others=2) == bucket_count(29, 2, others=5) == 1
+    assert bucket_count(29, 4, others=2) == 2
+    assert bucket_count(29, 6, others=1) == 4
+    assert bucket_count(711, 2, others=3) == 12
+
+
+def test_the_other_tus_reach_the_cold_layout_but_not_the_edit_tus():
+    assert cold(None, 29, 4, others=2) == Layout(None, 2, slots=4)
+    assert plan(None, [f"Op{i}Backward0" for i in range(29)], 4, None, (), (), others=3).layout == \
+        Layout(None, 1, slots=4)
 
 
 def test_cold_layout_depends_on_its_arguments_only():
@@ -136,7 +149,10 @@ def test_buckets_hold_text_and_edit_tus_include():
     assert '#include "../functions/Op1Backward0.cpp"' in edits["unity/edited_0.cpp"]
     # Edit TUs first: the linker takes their definitions.
     assert sources(units, lay) == ["unity/edited_0.cpp", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
-    assert len(sources(units, Layout(0, 0))) == 7
+    # The support TU (emit/support.py): in the first bucket, or a TU of its own.
+    assert files["unity/bucket_0.cpp"].count('#include "../support.cpp"') == 1
+    assert "support.cpp" not in files["unity/bucket_1.cpp"]
+    assert sources(units, Layout(0, 0)) == [u.source for u in units] + ["support.cpp"]
 
 
 def test_inline_respells_only_quoted_includes():

@@ -20,8 +20,8 @@ SITE = os.path.join(REPO, "site_scons")
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
 FUNCTIONS = example_ops(TINY).functions
 N = len(FUNCTIONS)
-# unity=0: one object per Function, and their Python bindings' one TU
-OBJECTS = sorted([f + ".os" for f in FUNCTIONS] + ["bindings_0.os"])
+# unity=0: one object per Function, the support TU, and the Python bindings' one TU
+OBJECTS = sorted([f + ".os" for f in FUNCTIONS] + ["support.os", "bindings_0.os"])
 SKIPPED = "per-op graph not declared"
 
 SCONSTRUCT = f"""

@@ -4,6 +4,7 @@ the shared files (preludes, umbrella header).
 Layout under the output folder:
   prelude.h, prelude_impl.h   shared headers (see prelude.py)
   load_check.h                the load-time clash check (see load_check.py)
+  support.cpp                 what those headers declare, compiled once (support.py)
   Functions.h                 umbrella: every op header, sorted
   functions/<Op>.h, .cpp      one Function; the .cpp includes only its own
                               header, prelude_impl.h and load_check.h, never
@@ -25,6 +26,7 @@ from .options import EmitOptions
 from .prelude import GENERATED, render_preludes
 from .saved import SavedSlot, saved_slots
 from .superclass import superclass
+from .support import render_support
 
 MOBILE_GUARD = '  TORCH_INTERNAL_ASSERT(false, "compiled autograd doesn\'t work on mobile");'
 
@@ -203,6 +205,7 @@ def render_shared(ops: Sequence[str], opts: EmitOptions) -> dict[str, str]:
     compile layout's: see layout.py)."""
     files = render_preludes(opts)
     files.update(render_load_check())
+    files.update(render_support(opts))
     files["Functions.h"] = "\n".join(
         [GENERATED, "// Every generated autograd Function.", "#pragma once", "", '#include "prelude.h"', ""]
         + [f'#include "functions/{op}.h"' for op in sorted(ops)] + [""])

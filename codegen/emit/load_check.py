@@ -51,13 +51,38 @@ _TEXT = f"""{GENERATED}
 #pragma GCC visibility push(hidden)
 namespace autograd_functions_load {{
 
+// Defined once per library, in support.cpp (emit/support.py): every
+// Function's file calls them, and compiling their bodies (the dispatcher
+// registration, above all) in each TU cost ~0.2 s per edit TU.
+
 // Non-empty once this library was refused: why.
-inline std::string& refusal() {{
+std::string& refusal();
+
+// Claims `cls` (its qualified name) for this library; a static initialiser
+// of each Function's file calls it.
+bool claim(const std::type_info& type, const char* cls);
+
+// First in every entry point of a Function: a refused library computes nothing.
+inline void check_loaded() {{
+  TORCH_CHECK(refusal().empty(), refusal());
+}}
+
+}}  // namespace autograd_functions_load
+#pragma GCC visibility pop
+"""
+
+
+# The definitions of what the header declares (support.cpp, emit/support.py).
+DEFINITIONS = f"""#pragma GCC visibility push(hidden)
+namespace autograd_functions_load {{
+
+// Non-empty once this library was refused: why.
+std::string& refusal() {{
   static std::string why;
   return why;
 }}
 
-inline std::string this_library() {{
+static std::string this_library() {{
   static const int anchor = 0;
   Dl_info info;
   if (dladdr(&anchor, &info) && info.dli_fname && *info.dli_fname) {{
@@ -68,7 +93,7 @@ inline std::string this_library() {{
 
 // ImportError in the Python thread loading us (CPython raises it when
 // dlopen returns), or one line on stderr when no Python is running.
-inline void report(const std::string& message) {{
+static void report(const std::string& message) {{
   using IsInitialized = int (*)();
   using Ensure = int (*)();
   using Release = void (*)(int);
@@ -87,9 +112,7 @@ inline void report(const std::string& message) {{
   }}
 }}
 
-// Claims `cls` (its qualified name) for this library; a static initialiser
-// of each Function's file calls it.
-inline bool claim(const std::type_info& type, const char* cls) {{
+bool claim(const std::type_info& type, const char* cls) {{
   static std::vector<c10::RegistrationHandleRAII> markers;
   const std::string me = this_library();
   const std::string name = std::string("{MARKER_NAMESPACE}::") + type.name();
@@ -107,11 +130,6 @@ inline bool claim(const std::type_info& type, const char* cls) {{
   }}
   markers.push_back(dispatcher.registerDef(c10::FunctionSchema(name, "", {{}}, {{}}), me, {{}}));
   return true;
-}}
-
-// First in every entry point of a Function: a refused library computes nothing.
-inline void check_loaded() {{
-  TORCH_CHECK(refusal().empty(), refusal());
 }}
 
 }}  // namespace autograd_functions_load

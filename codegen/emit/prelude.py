@@ -174,8 +174,24 @@ inline c10::List<std::optional<Tensor>> unpack_opt_list(at::ArrayRef<SavedVariab
   return out;
 }}
 
-// Compiled autograd: run this Function's apply_functional in the traced graph.
-C10_NOINLINE inline variable_list compiled_autograd_apply_functional(
+// Compiled autograd: run this Function's apply_functional in the traced
+// graph.  Defined once per library, in support.cpp (emit/support.py).
+__attribute__((visibility("hidden"))) variable_list compiled_autograd_apply_functional(
+    const PackedArgs& packed_args,
+    const torch::autograd::edge_list& next_edges,
+    SwapSavedVariables& saved,
+    const variable_list& grads,
+    const std::string& name);
+
+}}  // namespace {ns}
+"""
+
+
+def apply_functional_definition(ns: str) -> str:
+    """The definition prelude_impl.h declares (support.cpp)."""
+    return f"""namespace {ns} {{
+
+variable_list compiled_autograd_apply_functional(
     const PackedArgs& packed_args,
     const torch::autograd::edge_list& next_edges,
     SwapSavedVariables& saved,

@@ -112,8 +112,10 @@ def _explain_units():
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
                       namespace=None, unity="auto", includes=(), pch=False,
                       kernels=True, python=True, pch_sources=()):
+    pch_sources = list(pch_sources)
+    # (they compile alongside the buckets: the automatic bucket count leaves them their cores)
     nodes, result = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                              includes, kernels, python)
+                              includes, kernels, python, others=len(pch_sources))
     out = _no_duplicate(env.Dir(outdir))
     import autograd_override
     if not pch:
@@ -127,7 +129,7 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
         objects[len(nodes):]
 
 
-def _request(env, outdir, namespace, unity, includes, kernels, python, dry_run):
+def _request(env, outdir, namespace, unity, includes, kernels, python, dry_run, others=0):
     import autograd_override
     from codegen.emit.options import EmitOptions, parse_python
     from codegen.incremental import Request
@@ -138,13 +140,13 @@ def _request(env, outdir, namespace, unity, includes, kernels, python, dry_run):
         opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels), python=parse_python(python))
         return Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
-                       dry_run=dry_run, override=autograd_override.can_override(env))
+                       others=others, dry_run=dry_run, override=autograd_override.can_override(env))
     except ValueError as e:
         _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
 
 
 def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity, includes,
-              kernels=True, python=True):
+              kernels=True, python=True, others=0):
     """(generated TU nodes, incremental.Result or None when cleaning)."""
     _import_codegen()
     from codegen import incremental
@@ -152,7 +154,7 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
     from codegen.lock import lock_folder, remove_made_folder
     from codegen.manifest import MANIFEST, read_manifest
     dry = bool(SCons.Script.GetOption("no_exec"))
-    request = _request(env, outdir, namespace, unity, includes, kernels, python, dry)
+    request = _request(env, outdir, namespace, unity, includes, kernels, python, dry, others)
     out = _no_duplicate(env.Dir(outdir))
     for sub in incremental.OWNED_FOLDERS:
         _no_duplicate(out.Dir(sub))
