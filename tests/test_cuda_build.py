@@ -187,6 +187,12 @@ def test_a_build_that_cannot_use_nvcc_is_one_line(tmp_path, cuda_home, over, mes
     assert [x for x in proc.stderr.splitlines() if x.strip()] == \
         ["scons: *** " + message.format(home=cuda_home, version=version)]
     assert not os.path.exists(os.path.join(root, "build", "example"))  # nothing generated
+    # `scons -h` still lists the variables, with the same line as a warning.
+    helped = scons(root, *ARGS, "-h", environ=environ(cuda_home, **over), check=False)
+    assert helped.returncode == 0, helped.stderr
+    assert "TORCH_CUDA_ARCH_LIST: CUDA architectures" in helped.stdout and "CUDA: the example's .cu" in helped.stdout
+    assert [x for x in helped.stderr.splitlines() if x.strip()] == \
+        ["scons: warning: " + message.format(home=cuda_home, version=version)]
 
 
 def test_cuda_1_with_a_cpu_torch_is_one_line(tmp_path):
