@@ -193,7 +193,8 @@ def load_line(res: dict) -> str:
 
 def breakdown(sc: dict, jobs) -> list[str]:
     rows = ["Where ours' time goes (`scons`, medians, seconds): reading the SConscripts (where the tool "
-            f"generates), compiling (first start to last end, -j{jobs}; the longest single TU), the relink, "
+            f"generates), compiling (first start to last end, the precompiled prelude's included, -j{jobs}; "
+            "the longest single TU), the relink, "
             "and the rest (SCons: start, graph walk, signatures, .sconsign).", "",
             "| scenario | total | reading + generating | compiling (longest TU) | relink | rest |",
             "|---|---|---|---|---|---|"]
