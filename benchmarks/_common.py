@@ -231,15 +231,16 @@ class Wrapper:
         self.cfg.update(kw)
         self._write()
 
-    def use_template(self, obj: str) -> None:
+    def use_template(self, obj: str, support: str | None = None) -> None:
         """Stand-ins from now on are copies of the real object `obj`, its
-        strong symbols renamed per copy (so that they link together)."""
+        strong symbols renamed per copy (so that they link together); the
+        first bucket's holds `support` too, the real object of support.cpp."""
         nm = subprocess.run(["nm", "--defined-only", "-g", "--format=posix", obj],
                             capture_output=True, text=True, check=True).stdout
         syms = [ln.split()[0] for ln in nm.splitlines() if len(ln.split()) >= 2 and ln.split()[1] in "TDBR"]
         with open(obj + ".syms", "w") as f:
             f.write("\n".join(syms) + "\n")
-        self.set(template=obj)
+        self.set(template=obj, support=support)
 
     def take_log(self) -> list[dict]:
         """What the compiler was asked since the last call: one dict per call."""

@@ -9,6 +9,8 @@ file with the same arguments in every run; what it does is read from
                   per-op object (the template) whose strong symbols get a
                   per-object suffix, so 711 of them link like 711 real ones
                   (no template yet: a digest, as tests/fakecxx.py writes);
+                  the first bucket's also holds the real object of
+                  support.cpp, which that bucket includes;
   mode "real"     a compile runs the real compiler.
 
 A precompiled header is compiled for real (later real compiles use it;
@@ -74,8 +76,18 @@ def standin():
     tag = f"{zlib.crc32(OUT.encode()):08x}"
     with open(template + ".syms") as f:
         syms = f.read().split()
+    support = CFG.get("support")  # support.cpp's real object: defined once, as in a real build
+    if support and os.path.basename(OUT) == "support.os":  # unity=0: its own TU
+        return spawn(["cp", support, OUT])
     cmd = ["objcopy"] + [f"--redefine-sym={s}={s}_standin_{tag}" for s in syms] + [template, OUT]
-    return spawn(cmd)
+    if not (support and OUT.replace(os.sep, "/").endswith("unity/bucket_0.os")):
+        return spawn(cmd)
+    # The first bucket includes support.cpp: its copy of the template, and it.
+    cmd[-1] = OUT + ".template.o"
+    rc = spawn(cmd) or spawn(["ld", "-r", "-o", OUT, cmd[-1], support])
+    if os.path.exists(cmd[-1]):
+        os.remove(cmd[-1])
+    return rc
 
 
 start = time.time()
