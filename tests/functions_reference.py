@@ -15,6 +15,9 @@ import tempfile
 from dataclasses import dataclass
 
 
+# Ours collect the common types through support.cpp's instantiations
+# (codegen/emit/support.py): `ca_collect<T>(args, x)` is `args.collect(x)`.
+_CA_COLLECT = re.compile(r"^ca_collect(?:_saved)?<.*>\(args, (.*)\);$")
 _STRUCT_RE = re.compile(r"^struct (?:TORCH_API )?(\w+) : public (\w+) \{$")
 
 
@@ -174,7 +177,8 @@ def read_definitions(text: str, op: str) -> Definitions:
         guarded="bool any_grad_defined = any_variable_defined(grads);" in body,
         formulas=tuple(formulas), masks=tuple(masks), copies=tuple(copies),
         # Ours start with the load check (codegen/emit/load_check.py), torchgen's do not.
-        collects=tuple(x for x in (y.strip() for y in _function_body(text, collect_at).splitlines())
+        collects=tuple(_CA_COLLECT.sub(r"args.collect(\1);", x)
+                       for x in (y.strip() for y in _function_body(text, collect_at).splitlines())
                        if x and not x.startswith("::autograd_functions_load::")),
         unpacks=tuple(x for x in apply_body if x.startswith("TORCH_CHECK") or
                       re.fullmatch(r"auto \w+ = \w+_?\.unpack\(.*\);|auto \w+ = unpack_(opt_)?list\(.*\);", x)),

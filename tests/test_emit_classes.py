@@ -2,6 +2,8 @@
 base and data members (installed Functions.h), and each Function's
 behaviour-bearing code (torchgen's own Functions.cpp for the same specs)."""
 
+import re
+
 import pytest
 
 from functions_reference import (installed_functions_h, our_files, our_op_infos, read_definitions,
@@ -98,7 +100,9 @@ def test_every_saved_value_is_released_collected_and_swapped():
                 assert f"{n[:-1]}_released_ = true;" in struct.release, (info.op, n)
             flag = f", {'true' if n[:-1] in outputs else 'false'}" if n in tensors else ""
             assert f"args.collect({n}{flag});" in defs.collects, (info.op, n)
-            assert f"saved.before({n});" in cpp and f"saved.after({n});" in cpp, (info.op, n)
+            for step in ("before", "after"):   # torch's own call, or its instantiation in support.cpp
+                assert re.search(rf"(saved\.{step}\(|ca_{step}<.*>\(saved, ){n}\);", cpp), \
+                    (info.op, n, step)
         if not tensors:
             assert not any("reset_data" in r or "_.clear()" in r for r in struct.release), info.op
 
@@ -113,3 +117,19 @@ def test_each_gradient_slot_uses_its_formula():
         # each differentiable input gets its slot from exactly its own formula
         assert sorted(name for name, _ in defs.copies) == \
             sorted(n for d in info.derivatives for n in d.var_names), info.op
+
+
+def test_every_compiled_autograd_step_called_through_support_is_instantiated_there():
+    """A Function's file calls `ca_<step><T>(...)` for the common types, which
+    only support.cpp defines (codegen/emit/support.py): a call without its
+    explicit instantiation there would fail the link of every library."""
+    files = our_files(OPTS)
+    calls = {(step, t) for rel, text in files.items() if rel.startswith("functions/")
+             for step, t in re.findall(r"\bca_(\w+)<(.+?)>\(", text)}
+    assert {step for step, _ in calls} == {"collect", "collect_saved", "before", "after", "pack", "unpack",
+                                           "packed_type"}
+    instantiated = {line for line in files["support.cpp"].splitlines() if line.startswith("template ")}
+    missing = sorted((s, t) for s, t in calls if not any(f" ca_{s}<{t}>(" in line for line in instantiated))
+    assert missing == []
+    # and other types still call torch's templates themselves
+    assert any("packed_args.unpack<" in text for rel, text in files.items() if rel.startswith("functions/"))

@@ -24,9 +24,9 @@ from .backward import backward_body
 from .load_check import CHECK_LINE, HEADER as LOAD_CHECK, claim_lines, render_load_check
 from .options import EmitOptions
 from .prelude import GENERATED, render_preludes
-from .saved import SavedSlot, saved_slots
+from .saved import OPT_TENSOR_LIST, TENSOR, TENSOR_LIST, SavedSlot, saved_slots
 from .superclass import superclass
-from .support import render_support
+from .support import call, render_support
 
 MOBILE_GUARD = '  TORCH_INTERNAL_ASSERT(false, "compiled autograd doesn\'t work on mobile");'
 
@@ -41,6 +41,33 @@ def op_infos(infos: Iterable[DifferentiabilityInfo],
 
 
 # ------------------------------------------------------------ one op
+
+
+# Compiled autograd's steps: through support.cpp's instantiation for the
+# common types, else torch's template called directly (emit/support.py).
+def _unpack(t: str) -> str:
+    return call("unpack", t, "packed_args") or f"packed_args.unpack<{t}>()"
+
+
+def _packed_type(t: str) -> str:
+    return call("packed_type", t, "") or f"torch::dynamo::autograd::IValuePacker<{t}>::packed_type()"
+
+
+def _pack(t: str, value: str) -> str:
+    return call("pack", t, f"packed_args, {value}") or f"packed_args.pack({value})"
+
+
+def _swap(step: str, s: SavedSlot) -> str:
+    return (call(step, s.member_type, f"saved, {s.field}") or f"saved.{step}({s.field})") + ";"
+
+
+def _collect(s: SavedSlot) -> str:
+    if s.kind in (TENSOR, TENSOR_LIST, OPT_TENSOR_LIST):
+        flag = "true" if s.is_output else "false"
+        wrapped = call("collect_saved", s.member_type, f"args, {s.field}, {flag}")
+    else:
+        wrapped = call("collect", s.member_type, f"args, {s.field}")
+    return wrapped + ";" if wrapped else s.collect
 
 
 class _Op:
@@ -126,6 +153,7 @@ class _Op:
         ind = lambda lines, k=2: [" " * k + x for x in lines]  # noqa: E731
         lock = ["std::lock_guard<std::mutex> lock(mutex_);"] if any(s.release for s in self.slots) else []
         prepare = ind(self._unpacks() + self._needs_input_grad())  # shared by apply and apply_with_saved
+        mask = f"std::array<bool, {self.n}>"
         out = [GENERATED, self.source, "",
                f'#include "{op}.h"', '#include "../prelude_impl.h"', f'#include "../{LOAD_CHECK}"', "",
                f"namespace {ns} {{", "",
@@ -142,8 +170,8 @@ class _Op:
                f"static variable_list {op}_apply_functional_ivalue(const variable_list& grads, const ivalue_list& args) {{",
                "#ifdef C10_MOBILE", MOBILE_GUARD, "  return {};", "#else",
                "  auto packed_args = PackedArgs(args);",
-               f"  auto needs_input_grad = packed_args.unpack<std::array<bool, {self.n}>>();",
-               *(f"  auto {n} = packed_args.unpack<{t}>();" for t, n, _ in self.params),
+               f"  auto needs_input_grad = {_unpack(mask)};",
+               *(f"  auto {n} = {_unpack(t)};" for t, n, _ in self.params),
                f"  return {op}_apply_functional(variable_list(grads), needs_input_grad{args});",
                "#endif",
                "}", "",
@@ -154,11 +182,11 @@ class _Op:
                "}", "",
                f"void {op}::compiled_args(CompiledNodeArgs& args) const {{",
                "  " + CHECK_LINE,
-               *ind([s.collect for s in self.slots]),
+               *ind([_collect(s) for s in self.slots]),
                "}", "",
                f"variable_list {op}::apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) {{",
                "#ifdef C10_MOBILE", MOBILE_GUARD, "  return {};", "#else",
-               *ind([f"saved.before({s.field});" for s in self.slots]),
+               *ind([_swap("before", s) for s in self.slots]),
                "  // Compiled autograd binds the backward by this key, process-wide: the",
                "  // qualified name (mangled: an identifier), as name() is the op's alone",
                "  // and another library's class, or libtorch's, may share it.",
@@ -167,19 +195,19 @@ class _Op:
                "  if (!called) {",
                "    called = true;",
                "    std::vector<at::TypePtr> schema = {",
-               f"        torch::dynamo::autograd::IValuePacker<std::array<bool, {self.n}>>::packed_type(),",
-               *(f"        torch::dynamo::autograd::IValuePacker<{t}>::packed_type()," for t, _, _ in self.params),
+               f"        {_packed_type(mask)},",
+               *(f"        {_packed_type(t)}," for t, _, _ in self.params),
                "    };",
                "    torch::dynamo::autograd::getPyCompilerInterface()->bind_function(",
                f"        saved.get_py_compiler(), compiled_autograd_bind_key, {op}_apply_functional_ivalue, schema);",
                "  }",
                "  PackedArgs packed_args;",
                *prepare,
-               "  packed_args.pack(needs_input_grad);",
-               *(f"  packed_args.pack({a});" for a in self.call_args),
+               f"  {_pack(mask, 'needs_input_grad')};",
+               *(f"  {_pack(t, a)};" for (t, _, _), a in zip(self.params, self.call_args)),
                "  auto output_result = compiled_autograd_apply_functional(",
                "      packed_args, next_edges(), saved, grads, compiled_autograd_bind_key);",
-               *ind([f"saved.after({s.field});" for s in self.slots]),
+               *ind([_swap("after", s) for s in self.slots]),
                "  return output_result;",
                "#endif",
                "}", "",

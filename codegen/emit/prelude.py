@@ -82,6 +82,7 @@ def _has_manual(includes: tuple[str, ...]) -> bool:
 
 
 def _prelude_impl_h(ns: str, includes: tuple[str, ...]) -> str:
+    from .support import declarations  # (support.py builds on this module)
     extra = "\n".join(include_line(h) for h in includes)
     if extra:
         extra = "\n// Helpers the formulas call (--include).\n" + extra + "\n"
@@ -183,6 +184,7 @@ __attribute__((visibility("hidden"))) variable_list compiled_autograd_apply_func
     const variable_list& grads,
     const std::string& name);
 
+{declarations()}
 }}  // namespace {ns}
 """
 

@@ -1,21 +1,89 @@
 """`support.cpp`: the out-of-line definitions every generated TU calls.
 
 The load-time class claim (load_check.h) and compiled autograd's call into
-the traced graph are the same code in every Function's file.  Defined
-inline in the shared headers, each TU compiled its own copy: ~0.5 s of a
-formula edit's ~3.5 s TU against the precompiled prelude.  They are
-defined here instead, once per library: the first unity bucket includes
-this file (unity_files.py), and with unity=0 it is a TU of its own.  Its
-text depends on the options only, like the preludes'.
+the traced graph are the same code in every Function's file, and so are
+compiled autograd's steps on the common saved types (collect, swap, pack,
+unpack).  Defined inline in the shared headers or instantiated from
+torch's templates, each TU compiled its own copy: ~1 s of a formula
+edit's ~3.5 s TU against the precompiled prelude.  They are defined here
+instead, once per library: the first unity bucket includes this file
+(unity_files.py), and with unity=0 it is a TU of its own.
+
+Its text depends on the options only, never on the specs (a new saved
+type must not recompile the first bucket): the wrapped types are a fixed
+list, the common ones, and a value of any other type calls torch directly
+(`call`).
 """
 
 from __future__ import annotations
+
+import re
+from typing import Optional
 
 from .load_check import DEFINITIONS, HEADER as LOAD_CHECK
 from .options import EmitOptions
 from .prelude import GENERATED, apply_functional_definition
 
 SOURCE = "support.cpp"
+
+# The types compiled autograd's steps are instantiated for, spelled as the
+# emitter spells them (emit/saved.py): a saved member's type (collect,
+# before, after) and an apply_functional argument's (pack, unpack, its
+# packed type).  Together they cover ~95% of torch's saved values.
+_COMMON = ("at::Scalar", "int64_t", "bool", "double", "c10::SymInt", "std::vector<c10::SymInt>",
+           "std::vector<int64_t>", "::std::optional<double>", "at::ScalarType")
+SAVED_TENSORS = ("SavedVariable", "std::vector<SavedVariable>")   # collected with their is-output flag
+MEMBERS = SAVED_TENSORS + _COMMON
+ARGUMENTS = ("at::Tensor", "std::vector<at::Tensor>", "size_t") + _COMMON \
+    + tuple(f"std::array<bool, {n}>" for n in range(1, 9))   # needs_input_grad: up to 8 inputs
+
+# step: (declaration's signature with T, torch's own call, types it takes)
+_STEPS = {
+    "collect": ("void {f}(CompiledNodeArgs& args, const T& v)", "args.collect(v)", _COMMON),
+    "collect_saved": ("void {f}(CompiledNodeArgs& args, const T& v, bool is_output)",
+                      "args.collect(v, is_output)", SAVED_TENSORS),
+    "before": ("void {f}(SwapSavedVariables& saved, T& v)", "saved.before(v)", MEMBERS),
+    "after": ("void {f}(SwapSavedVariables& saved, T& v)", "saved.after(v)", MEMBERS),
+    "pack": ("void {f}(PackedArgs& packed, const T& v)", "packed.pack(v)", ARGUMENTS),
+    "unpack": ("T {f}(PackedArgs& packed)", "return packed.unpack<T>()", ARGUMENTS),
+    "packed_type": ("at::TypePtr {f}()", "return torch::dynamo::autograd::IValuePacker<T>::packed_type()",
+                    ARGUMENTS),
+}
+
+
+_T_REF = re.compile(r"\bT&")
+
+
+def call(step: str, type_: str, args: str) -> Optional[str]:
+    """The expression that runs `step` on a value of `type_` through its
+    instantiation in support.cpp (`args`: the call's arguments), or None
+    for a type it has none for (call torch's template directly)."""
+    if type_ not in _STEPS[step][2]:
+        return None
+    return f"ca_{step}<{type_}>({args})"
+
+
+def declarations() -> str:
+    """What prelude_impl.h declares of the steps (in the classes' namespace)."""
+    lines = ["// Compiled autograd's steps on the common saved types, instantiated once",
+             "// per library in support.cpp (emit/support.py): a Function's TU calls",
+             "// them instead of instantiating torch's templates again.",
+             "#pragma GCC visibility push(hidden)"]
+    lines += [f"template <class T> {sig.format(f='ca_' + step)};" for step, (sig, _, _) in _STEPS.items()]
+    return "\n".join(lines + ["#pragma GCC visibility pop", ""])
+
+
+def _instantiations(ns: str) -> str:
+    lines = [f"namespace {ns} {{", ""]
+    for step, (sig, body, types) in _STEPS.items():
+        head = sig.format(f="ca_" + step)
+        lines += [f"template <class T> {head} {{", f"  {body};", "}", ""]
+        ret, _, params = head.partition(f" ca_{step}(")
+        for t in types:
+            typed = _T_REF.sub(t + "&", params)
+            lines.append(f"template {t if ret == 'T' else ret} ca_{step}<{t}>({typed};")
+        lines.append("")
+    return "\n".join(lines + [f"}}  // namespace {ns}", ""])
 
 
 def render_support(opts: EmitOptions) -> dict[str, str]:
@@ -28,4 +96,5 @@ def render_support(opts: EmitOptions) -> dict[str, str]:
         f'#include "{LOAD_CHECK}"',
         "",
         DEFINITIONS,
-        apply_functional_definition(opts.ns)])}
+        apply_functional_definition(opts.ns),
+        _instantiations(opts.ns)])}
