@@ -288,6 +288,8 @@ class Bench(Floors):
         self.setup()
         reps = 1 if self.quick else self.args.repeat
         for i in range(reps):
+            if i and "header_parse_runs" in self.floor:
+                self.header_parse()
             for name in self.args.scenarios:
                 self.log(f"repetition {i + 1}/{reps}: {BY_NAME[name].label}")
                 self.scenario(name, i)

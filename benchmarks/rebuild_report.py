@@ -170,8 +170,10 @@ def table(res: dict) -> str:
             rows.append(f"| floor: one per-op TU ({TEMPLATE_OP}) alone, {what} | | | {fmt(fl[key], 1)} | 1 "
                         f"| | | | {hp(fl.get(key + '_cpu'), unit)} |")
     if unit:
+        runs = fl.get("header_parse_runs") or []
+        each = f"; median of {', '.join(f'{c:.1f}' for _, c in runs)}" if len(runs) > 1 else ""
         rows.append(f"| header parse: `#include \"prelude_impl.h\"` alone (example, -O2) | | | "
-                    f"{fl['header_parse_wall_s']:.1f} | 1 | | | | 1 ({unit:.1f} s CPU) |")
+                    f"{fl['header_parse_wall_s']:.1f} | 1 | | | | 1 ({unit:.1f} s CPU{each}) |")
     if fl.get("pch_build_s") and not cfg.get("standin_only"):
         rows.append(f"| (once per flags) precompiling the prelude | | | {fl['pch_build_s']:.1f} | | | | | |")
     rows += ["", "Seconds: median (min–max) of the repetitions; CPU: user + sys of the run and its "
