@@ -103,3 +103,72 @@ def test_a_shared_explicit_namespace_refuses_the_second_library(libs):
             assert grad == [2.0] * 3, (mode, grad)
         else:  # never the other library's gradient: the refused one raises its refusal
             assert isinstance(grad, str) and f"refusing to load {second}" in grad, (mode, grad)
+
+
+# A C++ program, no Python: loads the libraries given (dlopen, RTLD_LOCAL, as
+# torch.ops.load_library does), then takes d sum(ns::twice(x)) / dx for aa
+# and bb through the dispatcher, printing "<ns> <grad>" or "<ns> error: <why>".
+_HOST = r"""
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/variable.h>
+#include <dlfcn.h>
+#include <cstdio>
+#include <string>
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (!dlopen(argv[i], RTLD_NOW | RTLD_LOCAL)) {
+      std::fprintf(stderr, "dlopen: %s\n", dlerror());
+      return 2;
+    }
+  }
+  for (const char* ns : {"aa", "bb"}) {
+    auto op = c10::Dispatcher::singleton()
+                  .findSchemaOrThrow((std::string(ns) + "::twice").c_str(), "")
+                  .typed<at::Tensor(const at::Tensor&)>();
+    auto x = torch::autograd::make_variable(at::ones({3}), /*requires_grad=*/true);
+    try {
+      auto grads = torch::autograd::grad({op.call(x).sum()}, {x});
+      std::printf("%s %g\n", ns, grads[0][0].item<double>());
+    } catch (const c10::Error& e) {
+      std::printf("%s error: %s\n", ns, e.what_without_backtrace());
+    }
+  }
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cpp_host(tmp_path_factory):
+    """(the host program, the twins built without Python bindings: PYTHON=0)."""
+    from torch.utils import cpp_extension
+    root = tmp_path_factory.mktemp("cpp-host")
+    libs = twin_extensions.build(str(root), "PYTHON=0")
+    src, exe = root / "host.cpp", root / "host"
+    src.write_text(_HOST)
+    incs = [f"-I{d}" for d in cpp_extension.include_paths()]
+    libdir = cpp_extension.library_paths()[0]
+    subprocess.run(["g++", "-std=c++20", "-O0", *incs, str(src), "-o", str(exe), f"-L{libdir}",
+                    f"-Wl,-rpath,{libdir}", "-ltorch", "-ltorch_cpu", "-lc10"], check=True)
+    return str(exe), libs
+
+
+def test_without_python_the_refusal_is_one_line_on_stderr_and_the_refused_backward_raises(cpp_host):
+    exe, libs = cpp_host
+    first, second = libs["aa", "shared"], libs["bb", "shared"]
+    proc = subprocess.run([exe, first, second], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"autograd_functions: refusing to load {second}: its autograd Function "
+        f"shared::autograd::TwiceBackward0 is already defined by {first}, loaded before it;"), proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == "aa 2"
+    assert out[1].startswith("bb error: ") and f"refusing to load {second}" in out[1], out   # never aa's 2
+    # the default namespaces do not clash: each library's own gradient, and stderr stays empty
+    proc = subprocess.run([exe, libs["aa", "default"], libs["bb", "default"]], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr.strip() == "", proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ["aa 2", "bb 3"]

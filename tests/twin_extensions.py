@@ -18,7 +18,8 @@ libs = []
 for name, ns in (("twice_default", None), ("twice_shared", "shared::autograd")):
     e = env.Clone()
     functions = e.AutogradFunctions("gen_" + name, native_functions="native_functions.yaml",
-                                    derivatives="derivatives.yaml", namespace=ns)
+                                    derivatives="derivatives.yaml", namespace=ns,
+                                    python=env.get("PYTHON", True))  # PYTHON=0: C++ alone
     libs += e.SharedLibrary(name, functions + kernels, SHLIBPREFIX="")
 Return("libs")
 """
@@ -48,13 +49,14 @@ def write(folder: str, ns: str, factor: int) -> str:
     return folder
 
 
-def build(root: str) -> dict:
-    """{(ns, "default"|"shared"): library path} for `aa` and `bb`, built under `root`."""
+def build(root: str, *args: str) -> dict:
+    """{(ns, "default"|"shared"): library path} for `aa` and `bb`, built
+    under `root` (`args`: more scons arguments, e.g. PYTHON=0)."""
     libs = {}
     for ns, factor in (("aa", 2), ("bb", 3)):
         src = write(os.path.join(root, ns), ns, factor)
         out = os.path.join(root, "build-" + ns)
-        scons(REPO, "-j2", "OPT=-O0", f"BUILD={out}", f"EXAMPLE={src}")
+        scons(REPO, "-j2", "OPT=-O0", f"BUILD={out}", f"EXAMPLE={src}", *args)
         for kind in ("default", "shared"):
             libs[ns, kind] = os.path.join(out, "example", f"twice_{kind}.so")
     return libs
