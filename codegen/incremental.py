@@ -23,16 +23,15 @@ from typing import Callable, Optional
 from .emit import python_bindings
 from .emit.options import EmitOptions, with_default_namespace
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
-from .layout import FOLDER as UNITY_FOLDER, Layout, bucket_of, plan
-from .unity_files import (bucket_file, bucket_index, included, included_by_members, render_buckets,
-                          render_edit_tus)
+from .layout import Layout, bucket_of, plan
+from .tree import MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, bucket_file, bucket_index
+from .unity_files import included, included_by_members, render_buckets, render_edit_tus
 from .unity_files import sources as layout_sources
-from .manifest import MANIFEST, Manifest, discard_manifest, read_manifest, write_manifest
-from .native_cache import NATIVE_CACHE, NativeCache
-from .units import FOLDERS, Kind, Unit
+from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
+from .native_cache import NativeCache
+from .units import Kind, Unit
 from .writer import prune, same_bytes, stat_of, write_files
 
-OWNED_FOLDERS = FOLDERS + (UNITY_FOLDER, python_bindings.FOLDER)
 # Reasons a unit is rendered that mean its specs changed: it is being edited.
 _EDITS = ("new", "renamed from", "derivatives entry changed", "native function changed",
           "derived info changed")

@@ -36,9 +36,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
-import xxhash
+from .tree import BUCKET_SEED, SLOT_SEED, placed
 
-FOLDER = "unity"
 # Buckets smaller than this are not worth a TU of their own: the headers
 # cost ~50 units' worth of code.
 MIN_PER_BUCKET = 8
@@ -64,13 +63,13 @@ def bucket_count(n_units: int, jobs: int, others: int = 0) -> int:
 
 def bucket_of(name: str, n: int) -> int:
     """A unit's bucket: depends on its name only."""
-    return xxhash.xxh64_intdigest(name.encode()) % n
+    return placed(name, BUCKET_SEED, n)
 
 
 def slot_of(name: str, n: int) -> int:
     """A unit's edit TU while it is out of its bucket (another hash, so
     that one bucket's units spread over the slots)."""
-    return xxhash.xxh64_intdigest(name.encode(), seed=1) % n
+    return placed(name, SLOT_SEED, n)
 
 
 def parse_unity(value: Any) -> Optional[int]:
@@ -178,16 +177,3 @@ def plan(request: Optional[int], names: Sequence[str], jobs: int, old: Optional[
     lay = Layout(request, n, tuple(sorted(alone)), tuple(sorted(shadowed)), old.slots)
     return Plan(lay, frozenset(rewrite))
 
-
-def where(layout: Layout, name: str) -> str:
-    from .unity_files import edit_file
-    b = layout.place(name)
-    if b is not None:
-        return f"compiled in {FOLDER}/bucket_{b}.cpp"
-    if layout.buckets == 0:
-        return "compiled as its own TU (unity=0)"
-    said = f"compiled in {edit_file(slot_of(name, layout.slots))}, out of its bucket, since it was edited"
-    if name in layout.shadowed:
-        said += (f"; its old text in {FOLDER}/bucket_{bucket_of(name, layout.buckets)}.cpp is "
-                 "overridden at link (that bucket was not recompiled)")
-    return said

@@ -12,7 +12,7 @@ import fcntl
 import os
 from typing import Callable, Optional
 
-LOCK = ".autograd_lock"
+from .tree import LOCK
 _held: dict[str, int] = {}   # folder -> fd, for the life of the process
 
 

@@ -18,9 +18,9 @@ from typing import Any, Optional
 
 from .keys import UnitKey, digest, dumps
 from .layout import Layout
+from .tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
 
-MANIFEST = ".autograd_manifest"
 FORMAT = 3
 _MAGIC = "autograd-functions-manifest"
 

@@ -23,9 +23,8 @@ import xxhash
 from .api.native import NativeSpec
 from .keys import generator_version
 from .native_functions import parse_native_functions
+from .tree import NATIVE_CACHE  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
-
-NATIVE_CACHE = ".autograd_native_cache"
 _MAGIC = b"autograd-native-cache 1 "
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 
 from .incremental import Result
-from .layout import FOLDER, where
+from .layout import Layout, bucket_of, slot_of
+from .tree import PYTHON, bucket_file, edit_file, is_edit_file
 from .units import Kind
 
 
@@ -43,7 +44,7 @@ def layout_line(result: Result) -> str:
         return f"compiled as {_count(len(result.units), 'TU')}, one per unit (unity=0)" + bindings_part(result)
     line = f"compiled as {_count(lay.buckets, 'buckets' if lay.buckets != 1 else 'bucket')}"
     if lay.alone:
-        tus = len([s for s in result.sources if s.startswith(f"{FOLDER}/edited_")])
+        tus = len([s for s in result.sources if is_edit_file(s)])
         shown = ", ".join(lay.alone[:3]) + (", ..." if len(lay.alone) > 3 else "")
         line += (f" + {_count(len(lay.alone), 'units' if len(lay.alone) != 1 else 'unit')} in "
                  f"{_count(tus, 'edit TUs' if tus != 1 else 'edit TU')} ({shown})")
@@ -54,12 +55,25 @@ def layout_line(result: Result) -> str:
 
 def bindings_part(result: Result) -> str:
     """', Python bindings in N TUs (k rewritten)', or '' when there are none."""
-    from .emit.python_bindings import FOLDER as PY
-    n = len([s for s in result.sources if s.startswith(PY + "/")])
+    n = len([s for s in result.sources if s.startswith(PYTHON + "/")])
     if not n:
         return ""
     line = f", Python bindings in {_count(n, 'TUs' if n != 1 else 'TU')}"
     return line + (f" ({len(result.bindings_rewritten)} rewritten)" if result.parsed else "")
+
+
+def where(layout: Layout, name: str) -> str:
+    """Where unit `name` compiles under `layout`, as a report says it."""
+    b = layout.place(name)
+    if b is not None:
+        return f"compiled in {bucket_file(b)}"
+    if layout.buckets == 0:
+        return "compiled as its own TU (unity=0)"
+    said = f"compiled in {edit_file(slot_of(name, layout.slots))}, out of its bucket, since it was edited"
+    if name in layout.shadowed:
+        said += (f"; its old text in {bucket_file(bucket_of(name, layout.buckets))} is "
+                 "overridden at link (that bucket was not recompiled)")
+    return said
 
 
 def _bindings_place(result: Result, unit: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .errors import SpecError
+from .tree import FUNCTIONS, OPS
 
 # Room under the usual 255-byte file-name limit for a suffix (`.cpp`, `.os`)
 # and the writer's temporary (`.<name>.<pid>.tmp`).
@@ -25,8 +26,7 @@ class Kind(enum.Enum):
     KERNEL = "kernel"
 
 
-_FOLDER = {Kind.FUNCTION: "functions", Kind.KERNEL: "ops"}
-FOLDERS = tuple(_FOLDER.values())
+_FOLDER = {Kind.FUNCTION: FUNCTIONS, Kind.KERNEL: OPS}
 
 
 @dataclass(frozen=True)

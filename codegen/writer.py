@@ -13,7 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-MARKER = b"// @generated"
+from .tree import MARKER
+
 _TMP = ".tmp"
 # What a compiler makes of a generated TU next to it: removed with the TU.
 OBJECT_SUFFIXES = (".o", ".os", ".obj", ".d", ".gch")

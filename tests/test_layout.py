@@ -4,7 +4,8 @@ codegen/unity_files.py)."""
 import pytest
 
 from codegen.layout import (MAX_ALONE, Layout, bucket_count, bucket_of, cold, parse_unity, plan,
-                            slot_of, where)
+                            slot_of)
+from codegen.report import where
 from codegen.units import Kind, Unit
 from codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, sources
 

@@ -21,9 +21,10 @@ from typing import Iterable, Sequence
 from ..api.autograd import DifferentiabilityInfo
 from ..errors import SpecError
 from .backward import backward_body
-from .load_check import CHECK_LINE, HEADER as LOAD_CHECK, claim_lines, render_load_check
+from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, function_file, include
+from .load_check import CHECK_LINE, claim_lines, render_load_check
 from .options import EmitOptions
-from .prelude import GENERATED, render_preludes
+from .prelude import render_preludes
 from .saved import OPT_TENSOR_LIST, TENSOR, TENSOR_LIST, SavedSlot, saved_slots
 from .superclass import superclass
 from .support import call, render_support
@@ -112,7 +113,8 @@ class _Op:
             release.insert(0, "std::lock_guard<std::mutex> lock(mutex_);")
         members = [f"{t} {n}{'' if v is None else ' = ' + v};" for s in self.slots for t, n, v in s.members]
         members += [f"size_t {n}_size_ = 0;" for n in self.sized]
-        out = [GENERATED, self.source, "#pragma once", "", '#include "../prelude.h"', *extra, "",
+        here = function_file(op, ".h")
+        out = [BANNER, self.source, "#pragma once", "", f'#include "{include(here, PRELUDE_H)}"', *extra, "",
                f"namespace {ns} {{", "",
                f"struct {op} : public {sup} {{",
                f"  using {sup}::{sup};",
@@ -154,8 +156,10 @@ class _Op:
         lock = ["std::lock_guard<std::mutex> lock(mutex_);"] if any(s.release for s in self.slots) else []
         prepare = ind(self._unpacks() + self._needs_input_grad())  # shared by apply and apply_with_saved
         mask = f"std::array<bool, {self.n}>"
-        out = [GENERATED, self.source, "",
-               f'#include "{op}.h"', '#include "../prelude_impl.h"', f'#include "../{LOAD_CHECK}"', "",
+        here = function_file(op, ".cpp")
+        out = [BANNER, self.source, "",
+               f'#include "{include(here, function_file(op, ".h"))}"', f'#include "{include(here, PRELUDE_IMPL_H)}"',
+               f'#include "{include(here, LOAD_CHECK_H)}"', "",
                f"namespace {ns} {{", "",
                "// The backward as a pure function of gradients and saved values, so that",
                "// compiled autograd can trace it.",
@@ -221,8 +225,8 @@ def render_op(info: DifferentiabilityInfo, opts: EmitOptions) -> dict[str, str]:
     if not info.op:
         raise ValueError(f"info for '{info.func.func}' has no op: nothing is differentiable")
     o = _Op(info)
-    return {f"functions/{o.op}.h": o.header(opts.ns),
-            f"functions/{o.op}.cpp": o.definitions(opts.ns)}
+    return {function_file(o.op, ".h"): o.header(opts.ns),
+            function_file(o.op, ".cpp"): o.definitions(opts.ns)}
 
 
 # -------------------------------------------------------------- shared
@@ -234,9 +238,9 @@ def render_shared(ops: Sequence[str], opts: EmitOptions) -> dict[str, str]:
     files = render_preludes(opts)
     files.update(render_load_check())
     files.update(render_support(opts))
-    files["Functions.h"] = "\n".join(
-        [GENERATED, "// Every generated autograd Function.", "#pragma once", "", '#include "prelude.h"', ""]
-        + [f'#include "functions/{op}.h"' for op in sorted(ops)] + [""])
+    files[UMBRELLA_H] = "\n".join(
+        [BANNER, "// Every generated autograd Function.", "#pragma once", "", f'#include "{PRELUDE_H}"', ""]
+        + [f'#include "{function_file(op, ".h")}"' for op in sorted(ops)] + [""])
     return files
 
 

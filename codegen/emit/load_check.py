@@ -26,13 +26,12 @@ library: not a clash.  Everything here is hidden, one copy per library.
 
 from __future__ import annotations
 
-from .prelude import GENERATED
+from ..tree import BANNER, LOAD_CHECK_H
 
-HEADER = "load_check.h"
 # Marker operators' namespace in the dispatcher (one per claimed class).
 MARKER_NAMESPACE = "autograd_functions_classes"
 
-_TEXT = f"""{GENERATED}
+_TEXT = f"""{BANNER}
 // Refuses to load a library next to another one defining an autograd
 // Function of the same qualified name (codegen/emit/load_check.py).
 #pragma once
@@ -138,7 +137,7 @@ bool claim(const std::type_info& type, const char* cls) {{
 
 
 def render_load_check() -> dict[str, str]:
-    return {HEADER: _TEXT}
+    return {LOAD_CHECK_H: _TEXT}
 
 
 def claim_lines(op: str, ns: str) -> list[str]:

@@ -33,16 +33,13 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import xxhash
-
 from ..api.autograd import DifferentiabilityInfo
+from ..templates import string_literal
+from ..tree import BANNER, BINDINGS_H, SHARD_SEED, function_file, include, placed, shard_file
 from .options import EmitOptions
-from .prelude import GENERATED
 from .python_properties import properties
 from .saved import saved_slots
 
-FOLDER = "python"
-HEADER = f"{FOLDER}/bindings.h"
 # Functions per shard at most: a shard pays the Python headers once (~1.5
 # header parses with its Functions' headers), and a bigger shard makes a
 # saved-value edit recompile more getters (each costs microseconds).
@@ -54,11 +51,7 @@ def shard_count(n_functions: int) -> int:
 
 
 def shard_of(name: str, n: int) -> int:
-    return xxhash.xxh64_intdigest(name.encode(), seed=2) % n
-
-
-def shard_file(k: int) -> str:
-    return f"{FOLDER}/bindings_{k}.cpp"
+    return placed(name, SHARD_SEED, n)
 
 
 def sources(n_functions: int) -> list[str]:
@@ -69,10 +62,6 @@ def sources(n_functions: int) -> list[str]:
 def qualified_name(namespace: str, op: str) -> str:
     """The Python name taken when `op`'s own is held by another type."""
     return namespace.replace("::", "_") + "_" + op
-
-
-def _cpp_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _function(info: DifferentiabilityInfo, ns: str) -> tuple[list[str], str]:
@@ -89,8 +78,8 @@ def _function(info: DifferentiabilityInfo, ns: str) -> tuple[list[str], str]:
             *(f'    {{(char*)"{p.name}", guarded_getter, nullptr, nullptr, as_closure({p.getter})}},'
               for p in props),
             "    {nullptr}};", f"PyTypeObject {op}_type;", ""]
-    call = (f"ok = ok && add_class<{op}>(module, {op}_type, {_cpp_string(op)}, "
-            f"{_cpp_string(qualified_name(ns, op))}, {_cpp_string(ns + '::' + op)}, {op}_properties);")
+    call = (f"ok = ok && add_class<{op}>(module, {op}_type, {string_literal(op)}, "
+            f"{string_literal(qualified_name(ns, op))}, {string_literal(ns + '::' + op)}, {op}_properties);")
     return out, call
 
 
@@ -103,8 +92,9 @@ def render_shard(k: int, infos: Sequence[DifferentiabilityInfo], opts: EmitOptio
         body += lines
         calls.append(call)
     return "\n".join(
-        [GENERATED, f"// Python bindings of {len(infos)} autograd Functions (shard {k}).", "",
-         '#include "bindings.h"', *(f'#include "../functions/{i.op}.h"' for i in infos), "",
+        [BANNER, f"// Python bindings of {len(infos)} autograd Functions (shard {k}).", "",
+         f'#include "{include(shard_file(k), BINDINGS_H)}"',
+         *(f'#include "{include(shard_file(k), function_file(i.op, ".h"))}"' for i in infos), "",
          f"namespace {ns} {{", "namespace {", "", *body,
          "bool add_all(PyObject* module) {", "  bool ok = true;", *("  " + c for c in calls),
          "  return ok;", "}", "",
@@ -114,7 +104,7 @@ def render_shard(k: int, infos: Sequence[DifferentiabilityInfo], opts: EmitOptio
 
 
 def render_header(opts: EmitOptions) -> str:
-    return _HEADER.format(generated=GENERATED, ns=opts.ns)
+    return _HEADER.format(generated=BANNER, ns=opts.ns)
 
 
 def render_bindings(infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -> dict[str, str]:
@@ -125,7 +115,7 @@ def render_bindings(infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -
     shards: dict[int, list] = {k: [] for k in range(n)}
     for i in infos:
         shards[shard_of(i.op, n)].append(i)
-    files = {HEADER: render_header(opts)}
+    files = {BINDINGS_H: render_header(opts)}
     files.update((shard_file(k), render_shard(k, members, opts)) for k, members in shards.items())
     return files
 

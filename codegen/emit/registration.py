@@ -21,25 +21,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..templates import string_literal
 from .options import EmitOptions
 
 WITHOUT_CUDA = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"  # site_scons/cuda_flags.py defines it
 
 
-def _cpp_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> list[str]:
     """`unit`'s registration: its schema, and each (dispatch key, kernel) of `impls`."""
     f = unit.func
-    ns = _cpp_string(f.namespace)
+    ns = string_literal(f.namespace)
     libs = [f"  static torch::Library def_lib(torch::Library::FRAGMENT, {ns}, std::nullopt, __FILE__, __LINE__);"]
-    calls = [f"    def_lib.def({_cpp_string(str(f.func))});"]
+    calls = [f"    def_lib.def({string_literal(str(f.func))});"]
     for key, fn in impls:
         lib = [f"  static torch::Library {key}_lib(torch::Library::IMPL, {ns}, c10::DispatchKey::{key}, "
                "__FILE__, __LINE__);"]
-        call = [f"    {key}_lib.impl({_cpp_string(str(f.func.name))}, TORCH_FN({fn}));"]
+        call = [f"    {key}_lib.impl({string_literal(str(f.func.name))}, TORCH_FN({fn}));"]
         if key == "CUDA":
             lib, call = _unless_without_cuda(lib), _unless_without_cuda(call)
         libs += lib

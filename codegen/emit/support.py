@@ -20,11 +20,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .load_check import DEFINITIONS, HEADER as LOAD_CHECK
+from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_IMPL_H, SUPPORT_CPP
+from .load_check import DEFINITIONS
 from .options import EmitOptions
-from .prelude import GENERATED, apply_functional_definition
-
-SOURCE = "support.cpp"
 
 # The types compiled autograd's steps are instantiated for, spelled as the
 # emitter spells them (emit/saved.py): a saved member's type (collect,
@@ -88,14 +86,35 @@ def _instantiations(ns: str) -> str:
     return "\n".join(lines + [f"}}  // namespace {ns}", ""])
 
 
+def apply_functional_definition(ns: str) -> str:
+    """The definition prelude_impl.h declares."""
+    return f"""namespace {ns} {{
+
+variable_list compiled_autograd_apply_functional(
+    const PackedArgs& packed_args,
+    const torch::autograd::edge_list& next_edges,
+    SwapSavedVariables& saved,
+    const variable_list& grads,
+    const std::string& name) {{
+  auto output_metadata = torch::dynamo::autograd::IValuePacker<
+      std::vector<std::optional<torch::autograd::InputMetadata>>>::pack(
+      torch::dynamo::autograd::get_input_metadata(next_edges));
+  return torch::dynamo::autograd::getPyCompilerInterface()->call_function(
+      saved.get_py_compiler(), "apply_functional", name, grads, packed_args.vec(), output_metadata);
+}}
+
+}}  // namespace {ns}
+"""
+
+
 def render_support(opts: EmitOptions) -> dict[str, str]:
-    return {SOURCE: "\n".join([
-        GENERATED,
+    return {SUPPORT_CPP: "\n".join([
+        BANNER,
         "// Out-of-line definitions every generated TU calls, compiled once per",
         "// library (codegen/emit/support.py).",
         "",
-        '#include "prelude_impl.h"',
-        f'#include "{LOAD_CHECK}"',
+        f'#include "{PRELUDE_IMPL_H}"',
+        f'#include "{LOAD_CHECK_H}"',
         "",
         DEFINITIONS,
         apply_functional_definition(opts.ns),
