@@ -14,6 +14,9 @@ import sys
 import SCons.Action
 import SCons.Util
 
+from codegen.tree import bucket_file, edit_file
+from codegen.weaken import WeakenError, weaken
+
 # The weakened copies: derived objects, not compiled (the report counts compiles).
 WEAK_OBJECTS = set()
 
@@ -32,7 +35,6 @@ def overridden(env, out, result, items, no_duplicate):
     `no_duplicate(node)` marks a node of ours in a variant dir."""
     if result is None or not result.layout.shadowed:
         return items
-    from codegen.unity_files import bucket_file, edit_file
     suffix = env.subst("$SHOBJSUFFIX")
 
     def generated(node):  # (relpath of the generated TU, its object node)
@@ -57,7 +59,6 @@ def overridden(env, out, result, items, no_duplicate):
 
 
 def _weaken(target, source, env):
-    from codegen.weaken import WeakenError, weaken
     try:
         weaken(source[0].abspath, [s.abspath for s in source[1:]], target[0].abspath,
                nm=env.subst("$AUTOGRAD_NM"), objcopy=env.subst("$AUTOGRAD_OBJCOPY"))

@@ -18,7 +18,7 @@ import SCons.Script
 import SCons.Subst
 
 from codegen.keys import digest
-from codegen.manifest import MANIFEST
+from codegen.tree import MANIFEST
 from codegen.writer import stat_of, write_atomic
 
 SUFFIX = ".autograd-stamp"
@@ -55,13 +55,16 @@ def _found_libs(env):
     return libs
 
 
-def library_key(env, out, lib_file, objects_rel, commands, tool_file):
-    """Digest of everything the library is built from, or None."""
+def library_key(env, out, lib_file, objects_rel, commands, tool_files):
+    """Digest of everything the library is built from, or None;
+    `tool_files`: the tool's modules (what they write and declare)."""
     try:
         with open(os.path.join(out.abspath, MANIFEST), "rb") as f:
             manifest = digest(f.read())
-        with open(tool_file, "rb") as f:
-            tool = digest(f.read())
+        tool = []
+        for path in tool_files:
+            with open(path, "rb") as f:
+                tool.append(digest(f.read()))
     except OSError:
         return None
 

@@ -28,7 +28,7 @@ from spec_facts import REPO
 
 pytestmark = pytest.mark.slow  # a wheel build and a venv (~30 s); the stand-in compiler
 
-SCONS_MIN = "4.5.2"  # site_scons/site_tools/autograd_functions.py: MIN_SCONS
+SCONS_MIN = "4.5.2"  # site_scons/autograd_compat.py: MIN_SCONS
 FAKE_CXX = os.path.join(REPO, "tests", "fakecxx.py")  # copied into the host folder, not imported
 
 # No torch here: flags are set by hand, as the stand-in builds need none.
