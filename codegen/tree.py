@@ -18,7 +18,6 @@ manifest does not list is reported (foreign), never deleted.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from typing import Optional
 
@@ -93,5 +92,9 @@ def bucket_index(rel: str) -> Optional[int]:
 
 def include(source: str, target: str) -> str:
     """How `source` spells `target` in a quoted #include (both relative to
-    the output folder): `../prelude.h` from `functions/X.h`."""
-    return posixpath.relpath(target, posixpath.dirname(source) or ".")
+    the output folder, normalised): `../prelude.h` from `functions/X.h`."""
+    here, there = source.split("/")[:-1], target.split("/")
+    common = 0
+    while common < len(here) and common < len(there) - 1 and here[common] == there[common]:
+        common += 1
+    return "/".join([".."] * (len(here) - common) + there[common:])

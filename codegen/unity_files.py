@@ -15,9 +15,12 @@ import re
 from typing import Callable, Iterable, Sequence
 
 from .layout import Layout, slot_of
-from .tree import BANNER, SUPPORT_CPP as SUPPORT, UNITY, bucket_file, bucket_index, edit_file
+from .templates import load
+from .tree import BANNER, SUPPORT_CPP as SUPPORT, UNITY, bucket_file, edit_file, include
 from .units import Unit
 
+_BUCKET = load("unity_bucket.cpp")
+_EDIT = load("unity_edit.cpp")
 _QUOTED_INCLUDE = re.compile(r'^(\s*#\s*include\s+)"([^"]+)"', re.M)
 
 
@@ -65,10 +68,12 @@ def render_buckets(units: Sequence[Unit], layout: Layout, which: Iterable[int],
     files = {}
     for i, ms in members.items():
         ms.sort(key=lambda u: u.source)
-        head = [BANNER, f"// Unity bucket {i} of {layout.buckets}: {len(ms)} units.", ""]
-        if i == 0:  # once per library (emit/support.py)
-            head += [f'#include "{posixpath.relpath(SUPPORT, UNITY)}"', ""]
-        files[bucket_file(i)] = "\n".join(head + [inline(u, text_of(u)) for u in ms])
+        # once per library (emit/support.py)
+        support = [f'#include "{include(bucket_file(i), SUPPORT)}"', ""] if i == 0 else []
+        head = _BUCKET.substitute(banner=BANNER, i=str(i), n=str(layout.buckets), count=str(len(ms)),
+                                  support=support)
+        # The members follow the head's last line, each on a line of its own.
+        files[bucket_file(i)] = head[:-1] + "".join("\n" + inline(u, text_of(u)) for u in ms)
     return files
 
 
@@ -81,9 +86,9 @@ def render_edit_tus(units: Sequence[Unit], layout: Layout) -> dict[str, str]:
     files = {}
     for j, ms in sorted(slots.items()):
         ms.sort(key=lambda u: u.source)
-        files[edit_file(j)] = "\n".join(
-            [BANNER, f"// Edit TU {j}: {len(ms)} units out of their buckets while edited.", ""]
-            + [f'#include "{posixpath.relpath(u.source, UNITY)}"' for u in ms] + [""])
+        files[edit_file(j)] = _EDIT.substitute(
+            banner=BANNER, j=str(j), count=str(len(ms)),
+            members=[f'#include "{include(edit_file(j), u.source)}"' for u in ms])
     return files
 
 

@@ -28,10 +28,11 @@ TORCH = {"root": "/opt/a/site-packages/torch", "abi": 1, "version": "2.13.0+cpu"
 
 def _pch_command():
     """The autograd_functions tool's command for its precompiled header
-    (pch=True): a string the tool keeps to itself, read off its module."""
+    (pch=True): a string the tool keeps to itself, read off its PCH module
+    (site_scons/autograd_pch.py) once the tool is loaded."""
     env = SCons.Environment.Environment(tools=[], ENV={}, toolpath=[os.path.join(REPO, "site_scons", "site_tools")])
     env.Tool("autograd_functions")
-    return sys.modules["autograd_functions"]._PCHCOM
+    return sys.modules["autograd_pch"].PCHCOM
 
 
 # Every command whose output depends on torch's and Python's headers: C++

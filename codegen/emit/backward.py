@@ -5,10 +5,14 @@ copy it into that input's slot of the result."""
 from __future__ import annotations
 
 from ..api.autograd import Derivative, DifferentiabilityInfo
+from ..templates import Template, load
 
 # Formulas that may see undefined gradients get this guard; the engine then
 # skips the work when no gradient reached this Function.
 _ANY_GRAD_DEFINED = "bool any_grad_defined = any_variable_defined(grads);"
+_IF = Template("if (${condition}) {")
+# In the formula's own input order, not the schema's.
+_MASK = Template("  auto grad_input_mask = std::array<bool, ${n}>{$flags};")
 
 
 def _is_plain_tensor(info: DifferentiabilityInfo, name: str) -> bool:
@@ -28,35 +32,16 @@ def _single(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int]) -
     i = index[name]
     if info.name.startswith("_foreach_"):
         # One gradient per list element: the formula is written for element i.
-        return guarded, [
-            f"if (needs_input_grad[/*{name}*/{i}]) {{",
-            "  std::vector<Tensor> grad_result;",
-            "  grad_result.reserve(grads.size());",
-            "  for (const auto i : c10::irange(grads.size())) {",
-            "    if (grads[i].defined()) {",
-            f"      grad_result.emplace_back({formula});",
-            "    } else {",
-            "      grad_result.emplace_back(Tensor());",
-            "    }",
-            "  }",
-            f"  copy_range(grad_inputs, {name}_ix, grad_result);",
-            "}",
-        ]
-    return guarded, [
-        f"if (needs_input_grad[/*{name}*/{i}]) {{",
-        f"  auto grad_result = {formula};",
-        f"  copy_range(grad_inputs, {name}_ix, grad_result);",
-        "}",
-    ]
+        return guarded, load("backward_foreach.cpp").lines(name=name, i=str(i), formula=formula)
+    return guarded, load("backward_single.cpp").lines(name=name, i=str(i), formula=formula)
 
 
 def _multi(d: Derivative, index: dict[str, int]) -> list[str]:
     """A formula returning a tuple, one element per input it names."""
     flags = [f"needs_input_grad[/*{n}*/{index[n]}]" for n in d.var_names]
-    lines = [f"if ({' || '.join(flags)}) {{"]
+    lines = [_IF.substitute(condition=" || ".join(flags))]
     if "grad_input_mask" in d.formula:
-        # In the formula's own input order, not the schema's.
-        lines.append(f"  auto grad_input_mask = std::array<bool, {len(flags)}>{{{', '.join(flags)}}};")
+        lines.append(_MASK.substitute(n=str(len(flags)), flags=", ".join(flags)))
     lines.append(f"  auto grad_result = {d.formula};")
     for k, (n, flag) in enumerate(zip(d.var_names, flags)):
         lines.append(f"  if ({flag}) copy_range(grad_inputs, {n}_ix, std::get<{k}>(grad_result));")

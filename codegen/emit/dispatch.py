@@ -25,6 +25,7 @@ from typing import Optional
 
 from ..errors import SpecError
 from ..native_functions import NativeFunction
+from ..templates import load
 from ..tree import BANNER
 
 KEYS = ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
@@ -105,20 +106,9 @@ def key_line(f: NativeFunction, key: str, within: Optional[str] = None) -> int:
 def declarations(f: NativeFunction, d: Dispatch, signature: tuple[str, str]) -> str:
     """`ops/<stem>.h`: the kernels the extension writes for `f`."""
     ret, params = signature
-    decls = [f"{ret} {name}({params});" for name in d.names()]
-    keys = ", ".join(k for k, _ in d.kernels)
-    return "\n".join([
-        BANNER,
-        f"// The hand-written kernels of {f.namespace}::{f.func} ({keys}).",
-        "#pragma once", "",
-        "#include <ATen/core/List.h>",
-        "#include <ATen/core/Tensor.h>",
-        "#include <c10/core/Scalar.h>",
-        "#include <c10/core/SymInt.h>",
-        "#include <optional>",
-        "#include <tuple>",
-        "#include <vector>", "",
-        f"namespace {f.namespace}::native {{", ""] + decls + ["", f"}}  // namespace {f.namespace}::native", ""])
+    return load("op_kernels.h").substitute(
+        banner=BANNER, op=f"{f.namespace}::{f.func}", keys=", ".join(k for k, _ in d.kernels),
+        native_ns=f"{f.namespace}::native", declarations=[f"{ret} {name}({params});" for name in d.names()])
 
 
 def registrations(f: NativeFunction, d: Dispatch) -> list[tuple[str, str]]:

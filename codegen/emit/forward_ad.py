@@ -21,12 +21,14 @@ from ..api.autograd import DifferentiabilityInfo, ForwardDerivative, differentia
 from ..api.cpp import OPTIONAL_TENSOR, CType, return_names
 from ..errors import SpecError
 from ..model import INPLACE, OUT, is_tensor_like
+from ..templates import Template
 
 # `foo_t` / `foo_p` identifiers that are C++ types, not tangents or primals.
 _TYPE_STEMS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "size", "ssize",
                "ptrdiff", "intptr", "uintptr", "char16", "char32", "wchar", "nullptr", "max_align", "time",
                "clock", "off", "pid", "mode", "dev", "ino", "div", "ldiv", "lldiv", "mbstate", "fpos", "va"}
 _SUFFIXED = re.compile(r"(?<![\w.:>])([A-Za-z_]\w*?)_(t|p)\b")
+_IF_BOTH_DEFINED = Template("if (${x}.defined() && ${n}.defined()) {")
 
 
 @dataclass
@@ -126,7 +128,7 @@ def _apply(formula: str, fd: ForwardDerivative, names: list[str], idx: list[int]
                  "  self._set_fw_grad(self_new_fw_grad, /*level=*/0, /*is_inplace_op=*/true);", "}"]
     else:
         for n, x in zip(names, fresh):
-            body += [f"if ({x}.defined() && {n}.defined()) {{",
+            body += [_IF_BOTH_DEFINED.substitute(x=x, n=n),
                      f"  {n}._set_fw_grad({x}, /*level=*/0, /*is_inplace_op=*/false);", "}"]
     return ["if (_any_has_fw_grad) {"] + ["  " + b for b in body] + ["}"]
 

@@ -1,14 +1,8 @@
-"""Per-op C++ for autograd Functions: one header and one TU per class, plus
-the shared files (preludes, umbrella header).
-
-Layout under the output folder:
-  prelude.h, prelude_impl.h   shared headers (see prelude.py)
-  load_check.h                the load-time clash check (see load_check.py)
-  support.cpp                 what those headers declare, compiled once (support.py)
-  Functions.h                 umbrella: every op header, sorted
-  functions/<Op>.h, .cpp      one Function; the .cpp includes only its own
-                              header, prelude_impl.h and load_check.h, never
-                              the umbrella
+"""Per-op C++ for autograd Functions: one header and one TU per class
+(templates/function.h, templates/function.cpp), plus the shared files
+(preludes, load check, support TU, umbrella header; codegen/tree.py lists
+the tree).  A Function's .cpp includes only its own header, prelude_impl.h
+and load_check.h, never the umbrella.
 
 Everything here is a pure function of its arguments: same infos and options,
 same bytes.
@@ -22,14 +16,18 @@ from ..api.autograd import DifferentiabilityInfo
 from ..errors import SpecError
 from .backward import backward_body
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, function_file, include
-from .load_check import CHECK_LINE, claim_lines, render_load_check
+from ..templates import Template, load
+from .load_check import render_load_check
 from .options import EmitOptions
 from .prelude import render_preludes
 from .saved import OPT_TENSOR_LIST, TENSOR, TENSOR_LIST, SavedSlot, saved_slots
 from .superclass import superclass
 from .support import call, render_support
 
-MOBILE_GUARD = '  TORCH_INTERNAL_ASSERT(false, "compiled autograd doesn\'t work on mobile");'
+_FUNCTION_H = load("function.h")
+_FUNCTION_CPP = load("function.cpp")
+_SHOULD_COMPUTE = Template("task_should_compute_output({${name}_ix}),")
+_WILL_RELEASE = ["void will_release_variables() override {", "  retain_variables = false;", "}"]
 
 
 def op_infos(infos: Iterable[DifferentiabilityInfo],
@@ -106,118 +104,47 @@ class _Op:
     # -- header ------------------------------------------------------------
 
     def header(self, ns: str) -> str:
-        op, sup = self.op, self.superclass
-        extra = sorted({h for s in self.slots for h in s.includes})
+        op = self.op
         release = [line for s in self.slots for line in s.release]
         if release:
             release.insert(0, "std::lock_guard<std::mutex> lock(mutex_);")
         members = [f"{t} {n}{'' if v is None else ' = ' + v};" for s in self.slots for t, n, v in s.members]
         members += [f"size_t {n}_size_ = 0;" for n in self.sized]
-        here = function_file(op, ".h")
-        out = [BANNER, self.source, "#pragma once", "", f'#include "{include(here, PRELUDE_H)}"', *extra, "",
-               f"namespace {ns} {{", "",
-               f"struct {op} : public {sup} {{",
-               f"  using {sup}::{sup};",
-               "  variable_list apply(variable_list&& grads) override;",
-               f'  std::string name() const override {{ return "{op}"; }}',
-               "  void release_variables() override {",
-               *("    " + x for x in release),
-               "  }"]
         if self.retain:
-            # The formula may consume saved outputs when the graph is freed.
-            out += ["  void will_release_variables() override {",
-                    "    retain_variables = false;",
-                    "  }"]
             members.insert(0, "bool retain_variables = true;")
-        out += ["  void compiled_args(CompiledNodeArgs& args) const override;",
-                "  variable_list apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) override;",
-                ""]
-        out += ["  " + m for m in members]
-        out += ["};", "", f"}}  // namespace {ns}", ""]
-        return "\n".join(out)
+        return _FUNCTION_H.substitute(
+            banner=BANNER, description=self.source, ns=ns, op=op, superclass=self.superclass,
+            prelude_h=include(function_file(op, ".h"), PRELUDE_H),
+            saved_includes=sorted({h for s in self.slots for h in s.includes}),
+            release=release, members=members,
+            # The formula may consume saved outputs when the graph is freed.
+            will_release=_WILL_RELEASE if self.retain else [])
 
     # -- definitions -------------------------------------------------------
-
-    def _needs_input_grad(self) -> list[str]:
-        """Which inputs the engine wants gradients for (apply-side)."""
-        return (["SlotRanges gen;"] + self.ranges
-                + [f"auto needs_input_grad = std::array<bool, {self.n}>{{"]
-                + [f"  task_should_compute_output({{{b.name}_ix}})," for b in self.info.args_with_derivatives]
-                + ["};"])
 
     def _unpacks(self) -> list[str]:
         return [s.check for s in self.slots if s.check] + [s.unpack for s in self.slots if s.unpack]
 
     def definitions(self, ns: str) -> str:
-        op = self.op
-        sig = "".join(f",\n    {t}{'&' if ref else ''} {n}" for t, n, ref in self.params)
-        args = "".join(", " + a for a in self.call_args)
-        ind = lambda lines, k=2: [" " * k + x for x in lines]  # noqa: E731
-        lock = ["std::lock_guard<std::mutex> lock(mutex_);"] if any(s.release for s in self.slots) else []
-        prepare = ind(self._unpacks() + self._needs_input_grad())  # shared by apply and apply_with_saved
+        op, here = self.op, function_file(self.op, ".cpp")
         mask = f"std::array<bool, {self.n}>"
-        here = function_file(op, ".cpp")
-        out = [BANNER, self.source, "",
-               f'#include "{include(here, function_file(op, ".h"))}"', f'#include "{include(here, PRELUDE_IMPL_H)}"',
-               f'#include "{include(here, LOAD_CHECK_H)}"', "",
-               f"namespace {ns} {{", "",
-               "// The backward as a pure function of gradients and saved values, so that",
-               "// compiled autograd can trace it.",
-               f"static variable_list {op}_apply_functional(",
-               "    variable_list&& grads,",
-               f"    std::array<bool, {self.n}> needs_input_grad{sig}) {{",
-               "  SlotRanges gen;", *ind(self.ranges),
-               "  variable_list grad_inputs(gen.size());",
-               *ind(backward_body(self.info)),
-               "  return grad_inputs;",
-               "}", "",
-               f"static variable_list {op}_apply_functional_ivalue(const variable_list& grads, const ivalue_list& args) {{",
-               "#ifdef C10_MOBILE", MOBILE_GUARD, "  return {};", "#else",
-               "  auto packed_args = PackedArgs(args);",
-               f"  auto needs_input_grad = {_unpack(mask)};",
-               *(f"  auto {n} = {_unpack(t)};" for t, n, _ in self.params),
-               f"  return {op}_apply_functional(variable_list(grads), needs_input_grad{args});",
-               "#endif",
-               "}", "",
-               f"variable_list {op}::apply(variable_list&& grads) {{",
-               "  " + CHECK_LINE,
-               *ind(lock), *prepare,
-               f"  return {op}_apply_functional(std::move(grads), needs_input_grad{args});",
-               "}", "",
-               f"void {op}::compiled_args(CompiledNodeArgs& args) const {{",
-               "  " + CHECK_LINE,
-               *ind([_collect(s) for s in self.slots]),
-               "}", "",
-               f"variable_list {op}::apply_with_saved(const variable_list& grads, SwapSavedVariables& saved) {{",
-               "#ifdef C10_MOBILE", MOBILE_GUARD, "  return {};", "#else",
-               *ind([_swap("before", s) for s in self.slots]),
-               "  // Compiled autograd binds the backward by this key, process-wide: the",
-               "  // qualified name (mangled: an identifier), as name() is the op's alone",
-               "  // and another library's class, or libtorch's, may share it.",
-               f"  static const std::string compiled_autograd_bind_key = typeid({op}).name();",
-               "  static bool called = false;",
-               "  if (!called) {",
-               "    called = true;",
-               "    std::vector<at::TypePtr> schema = {",
-               f"        {_packed_type(mask)},",
-               *(f"        {_packed_type(t)}," for t, _, _ in self.params),
-               "    };",
-               "    torch::dynamo::autograd::getPyCompilerInterface()->bind_function(",
-               f"        saved.get_py_compiler(), compiled_autograd_bind_key, {op}_apply_functional_ivalue, schema);",
-               "  }",
-               "  PackedArgs packed_args;",
-               *prepare,
-               f"  {_pack(mask, 'needs_input_grad')};",
-               *(f"  {_pack(t, a)};" for (t, _, _), a in zip(self.params, self.call_args)),
-               "  auto output_result = compiled_autograd_apply_functional(",
-               "      packed_args, next_edges(), saved, grads, compiled_autograd_bind_key);",
-               *ind([_swap("after", s) for s in self.slots]),
-               "  return output_result;",
-               "#endif",
-               "}", "",
-               *claim_lines(op, ns),
-               f"}}  // namespace {ns}", ""]
-        return "\n".join(out)
+        return _FUNCTION_CPP.substitute(
+            banner=BANNER, description=self.source, ns=ns, op=op, n=str(self.n),
+            own_header=include(here, function_file(op, ".h")),
+            prelude_impl_h=include(here, PRELUDE_IMPL_H), load_check_h=include(here, LOAD_CHECK_H),
+            params="".join(f",\n    {t}{'&' if ref else ''} {n}" for t, n, ref in self.params),
+            args="".join(", " + a for a in self.call_args),
+            ranges=self.ranges, backward=backward_body(self.info),
+            unpack_mask=_unpack(mask), unpack_args=[f"auto {n} = {_unpack(t)};" for t, n, _ in self.params],
+            lock=["std::lock_guard<std::mutex> lock(mutex_);"] if any(s.release for s in self.slots) else [],
+            # which inputs the engine wants gradients for (apply-side)
+            unpacks=self._unpacks(),
+            should_compute=[_SHOULD_COMPUTE.substitute(name=b.name) for b in self.info.args_with_derivatives],
+            collect=[_collect(s) for s in self.slots],
+            before=[_swap("before", s) for s in self.slots], after=[_swap("after", s) for s in self.slots],
+            packed_types=[f"{_packed_type(t)}," for t in [mask] + [t for t, _, _ in self.params]],
+            pack=[f"{_pack(mask, 'needs_input_grad')};"]
+            + [f"{_pack(t, a)};" for (t, _, _), a in zip(self.params, self.call_args)])
 
 
 def render_op(info: DifferentiabilityInfo, opts: EmitOptions) -> dict[str, str]:
@@ -238,9 +165,9 @@ def render_shared(ops: Sequence[str], opts: EmitOptions) -> dict[str, str]:
     files = render_preludes(opts)
     files.update(render_load_check())
     files.update(render_support(opts))
-    files[UMBRELLA_H] = "\n".join(
-        [BANNER, "// Every generated autograd Function.", "#pragma once", "", f'#include "{PRELUDE_H}"', ""]
-        + [f'#include "{function_file(op, ".h")}"' for op in sorted(ops)] + [""])
+    files[UMBRELLA_H] = load("umbrella.h").substitute(
+        banner=BANNER, prelude_h=PRELUDE_H,
+        function_headers=[f'#include "{function_file(op, ".h")}"' for op in sorted(ops)])
     return files
 
 

@@ -23,6 +23,7 @@ from ..api.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT
 from ..model import FUNCTIONAL, INPLACE, OUT, Argument
 from ..native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
+from ..templates import Template, load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
 from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, registrations
 from .registration import registration
@@ -31,6 +32,7 @@ from .options import EmitOptions
 
 # Saved views copied with `.vec()`.
 _ARRAY_VIEWS = (intArrayRefT, symIntArrayRefT, ArrayRefCType(scalarT))
+_IF_REQUIRES_GRAD = Template("if (compute_requires_grad(${args})) {")
 
 
 @dataclass(frozen=True)
@@ -90,24 +92,22 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
     files: dict[str, str] = {}
     if dispatch is not None:
         files[op_file(unit.stem, ".h")] = declarations(f, dispatch, (ret, decl))
-    head = [BANNER,
-            f"// Registration and Autograd kernel of {f.namespace}::{fs}", ""]
+    op = f"{f.namespace}::{fs}"
+    own_header = include(unit.path, op_file(unit.stem, ".h"))
     if dispatch is not None and dispatch.implicit:
         if unit.info is not None and unit.info.op:
             raise SpecError(f"a CompositeImplicitAutograd op is differentiated through the ops its kernel "
                             f"calls, but derivatives.yaml has an entry for it (line {unit.info.line}): remove "
-                            f"one of them", f.file, key_line(f, "dispatch"), f"{f.namespace}::{fs}")
-        lines = head[:1] + [f"// Registration of {f.namespace}::{fs} (differentiated through its "
-                            f"CompositeImplicitAutograd kernel)", "", f'#include "{unit.stem}.h"',
-                            "#include <torch/library.h>", ""]
-        files[unit.path] = "\n".join(lines + registration(unit, opts, registrations(f, dispatch)))
+                            f"one of them", f.file, key_line(f, "dispatch"), op)
+        files[unit.path] = load("op_registration.cpp").substitute(
+            banner=BANNER, op=op, own_header=own_header,
+            registration=registration(unit, opts, registrations(f, dispatch)))
         return files
-    lines = head + _autograd_kernel(unit, opts, ret, params, decl)
-    impls = [("Autograd", f"{unit.stem}_autograd")]
-    if dispatch is not None:
-        lines.insert(3, f'#include "{unit.stem}.h"')
-        impls += registrations(f, dispatch)
-    files[unit.path] = "\n".join(lines + registration(unit, opts, impls))
+    impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
+    files[unit.path] = load("op_kernel.cpp").substitute(
+        banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl,
+        own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
+        registration=registration(unit, opts, impls), **_autograd_kernel(unit, opts, ret, params))
     return files
 
 
@@ -121,10 +121,9 @@ def _signature(f: NativeFunction) -> tuple[str, list[str]]:
     return ret, params
 
 
-def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list[str], decl: str) -> list[str]:
-    """Includes, the Autograd kernel, the schema and the kernel's registration."""
+def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list[str]) -> dict:
+    """The holes of templates/op_kernel.cpp that the Autograd kernel fills."""
     f = unit.func
-    fn = f"{unit.stem}_autograd"
     info = unit.info if unit.info is not None and unit.info.op else None
     if unit.info is not None and info is None:  # nothing differentiable: no tangents either
         fw = ForwardAD([], [], set(), False)
@@ -132,26 +131,15 @@ def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list
         same = info is None or str(info.func.func) == str(f.func)
         fw = forward_ad(unit, info, "op" if same else _handle(info.func))
     # No file or line here: inserting an entry must not rewrite every kernel.
-    lines = []
-    if info is not None:
-        lines.append(f'#include "{include(unit.path, function_file(info.op, ".h"))}"')
-    if fw.needs_prelude:  # forward formulas see what backward formulas see
-        lines.append(f'#include "{include(unit.path, PRELUDE_IMPL_H)}"')
-    lines += ["#include <ATen/TensorGeometry.h>",
-              "#include <ATen/core/dispatch/Dispatcher.h>",
-              "#include <torch/csrc/autograd/VariableTypeUtils.h>",
-              "#include <torch/library.h>"]
+    function_header = [f'#include "{include(unit.path, function_file(info.op, ".h"))}"'] if info is not None else []
+    # forward formulas see what backward formulas see
+    prelude = [f'#include "{include(unit.path, PRELUDE_IMPL_H)}"'] if fw.needs_prelude else []
+    # the one save-time helper that lives in FunctionsManual.h
     manual = info is not None and any("strides_or_error" in a.expr for a in info.all_saved_inputs)
-    if manual:  # the one save-time helper that lives in FunctionsManual.h
-        lines.append("#include <torch/csrc/autograd/FunctionsManual.h>")
-    lines += ["", f"namespace {opts.ns} {{", "namespace {", "",
-              "using namespace torch::autograd;"]
-    if manual:
-        lines.append("using namespace torch::autograd::generated::details;")
-    lines += ["", f"{ret} {fn}({decl}) {{"]
-    lines += ["  " + b if b else "" for b in _body(unit, info, params, ret, fw)]
-    lines += ["}", "", "}  // namespace", f"}}  // namespace {opts.ns}", ""]
-    return lines
+    return {"function_header": function_header, "prelude_impl": prelude,
+            "manual_include": ["#include <torch/csrc/autograd/FunctionsManual.h>"] if manual else [],
+            "manual_using": ["using namespace torch::autograd::generated::details;"] if manual else [],
+            "body": _body(unit, info, params, ret, fw)}
 
 
 def _handle(func: NativeFunction) -> str:
@@ -236,7 +224,7 @@ def _plain_body(unit: KernelUnit, call: list[str], ret: str) -> list[str]:
     if tensor_args and (kind == OUT or unit.info is None):
         what = "functions with out=... arguments don't support automatic differentiation" if kind == OUT \
             else "has no derivative formula"
-        out += [f"if (compute_requires_grad({', '.join(tensor_args)})) {{",
+        out += [_IF_REQUIRES_GRAD.substitute(args=", ".join(tensor_args)),
                 f'  TORCH_CHECK(false, "{fs.name}(): {what}, but one of the arguments requires grad.");',
                 "}"]
     out += call

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..templates import string_literal
+from ..templates import load, string_literal
 from .options import EmitOptions
 
 WITHOUT_CUDA = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"  # site_scons/cuda_flags.py defines it
+_REGISTRATION = load("registration.cpp")
 
 
 def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> list[str]:
@@ -41,15 +42,8 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
             lib, call = _unless_without_cuda(lib), _unless_without_cuda(call)
         libs += lib
         calls += call
-    return [f"namespace {opts.ns} {{", "",
-            "// Registers once, however many copies of this file are linked in: an edited",
-            "// copy in an edit TU overrides an old one left in its bucket, and the linker",
-            "// keeps one definition of this function, which both copies' initialisers call.",
-            f"void register_{unit.stem}() {{", *libs,
-            "  static const bool registered = [] {", *calls, "    return true;", "  }();",
-            "  (void)registered;", "}", "",
-            "namespace {", f"const bool {unit.stem}_registered = (register_{unit.stem}(), true);",
-            "}  // namespace", "", f"}}  // namespace {opts.ns}", ""]
+    # (the holes are at column 0: the CUDA guards are preprocessor lines)
+    return _REGISTRATION.lines(ns=opts.ns, stem=unit.stem, libraries=libs, calls=calls)
 
 
 def _unless_without_cuda(lines: list[str]) -> list[str]:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ..templates import Template, load
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_IMPL_H, SUPPORT_CPP
-from .load_check import DEFINITIONS
+from .load_check import MARKER_NAMESPACE
 from .options import EmitOptions
 
 # The types compiled autograd's steps are instantiated for, spelled as the
@@ -52,6 +53,7 @@ _STEPS = {
 
 
 _T_REF = re.compile(r"\bT&")
+_DEFINITION = Template("template <class T> ${head} {")
 
 
 def call(step: str, type_: str, args: str) -> Optional[str]:
@@ -63,59 +65,25 @@ def call(step: str, type_: str, args: str) -> Optional[str]:
     return f"ca_{step}<{type_}>({args})"
 
 
-def declarations() -> str:
+def step_declarations() -> list[str]:
     """What prelude_impl.h declares of the steps (in the classes' namespace)."""
-    lines = ["// Compiled autograd's steps on the common saved types, instantiated once",
-             "// per library in support.cpp (emit/support.py): a Function's TU calls",
-             "// them instead of instantiating torch's templates again.",
-             "#pragma GCC visibility push(hidden)"]
-    lines += [f"template <class T> {sig.format(f='ca_' + step)};" for step, (sig, _, _) in _STEPS.items()]
-    return "\n".join(lines + ["#pragma GCC visibility pop", ""])
+    return [f"template <class T> {sig.format(f='ca_' + step)};" for step, (sig, _, _) in _STEPS.items()]
 
 
-def _instantiations(ns: str) -> str:
-    lines = [f"namespace {ns} {{", ""]
+def _step_definitions() -> list[str]:
+    lines = []
     for step, (sig, body, types) in _STEPS.items():
         head = sig.format(f="ca_" + step)
-        lines += [f"template <class T> {head} {{", f"  {body};", "}", ""]
+        lines += [_DEFINITION.substitute(head=head), f"  {body};", "}", ""]
         ret, _, params = head.partition(f" ca_{step}(")
         for t in types:
             typed = _T_REF.sub(t + "&", params)
             lines.append(f"template {t if ret == 'T' else ret} ca_{step}<{t}>({typed};")
         lines.append("")
-    return "\n".join(lines + [f"}}  // namespace {ns}", ""])
-
-
-def apply_functional_definition(ns: str) -> str:
-    """The definition prelude_impl.h declares."""
-    return f"""namespace {ns} {{
-
-variable_list compiled_autograd_apply_functional(
-    const PackedArgs& packed_args,
-    const torch::autograd::edge_list& next_edges,
-    SwapSavedVariables& saved,
-    const variable_list& grads,
-    const std::string& name) {{
-  auto output_metadata = torch::dynamo::autograd::IValuePacker<
-      std::vector<std::optional<torch::autograd::InputMetadata>>>::pack(
-      torch::dynamo::autograd::get_input_metadata(next_edges));
-  return torch::dynamo::autograd::getPyCompilerInterface()->call_function(
-      saved.get_py_compiler(), "apply_functional", name, grads, packed_args.vec(), output_metadata);
-}}
-
-}}  // namespace {ns}
-"""
+    return lines
 
 
 def render_support(opts: EmitOptions) -> dict[str, str]:
-    return {SUPPORT_CPP: "\n".join([
-        BANNER,
-        "// Out-of-line definitions every generated TU calls, compiled once per",
-        "// library (codegen/emit/support.py).",
-        "",
-        f'#include "{PRELUDE_IMPL_H}"',
-        f'#include "{LOAD_CHECK_H}"',
-        "",
-        DEFINITIONS,
-        apply_functional_definition(opts.ns),
-        _instantiations(opts.ns)])}
+    return {SUPPORT_CPP: load("support.cpp").substitute(
+        banner=BANNER, ns=opts.ns, prelude_impl_h=PRELUDE_IMPL_H, load_check_h=LOAD_CHECK_H,
+        marker_namespace=MARKER_NAMESPACE, step_definitions=_step_definitions())}

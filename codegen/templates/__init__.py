@@ -40,28 +40,58 @@ class Template:
     def __init__(self, text: str, name: str = "<template>"):
         self.text = text
         self.name = name
+        # Compiled once: runs of fixed lines (one string each), list holes
+        # (indent, name), and lines with holes inside ([text, name, text, ...]).
+        self._parts: list[tuple] = []
+        fixed: list[str] = []
+        for line in text.split("\n"):
+            block = _BLOCK.match(line)
+            pieces = _INLINE.split(line) if not block else None
+            if not block and len(pieces) == 1:
+                fixed.append(line)
+                continue
+            if fixed:
+                self._parts.append(("fixed", "\n".join(fixed)))
+                fixed = []
+            if block:
+                self._parts.append(("block", block.group(1), block.group(2)))
+            else:   # split() gives text, then each hole's two groups (one of them None), text, ...
+                texts, names = pieces[0::3], [a or b for a, b in zip(pieces[1::3], pieces[2::3])]
+                self._parts.append(("inline", texts, names))
+        if fixed:
+            self._parts.append(("fixed", "\n".join(fixed)))
 
     def substitute(self, values: Mapping[str, Value] = (), **more: Value) -> str:
-        env = {**dict(values), **more}
+        env = {**values, **more} if values else more
         out: list[str] = []
-        for line in self.text.split("\n"):
-            block = _BLOCK.match(line)
-            if block:
-                indent, v = block.group(1), self._value(env, block.group(2))
-                lines = v.split("\n") if isinstance(v, str) else list(v)
-                out += [indent + x if x else x for x in lines]
+        for part in self._parts:
+            kind = part[0]
+            if kind == "fixed":
+                out.append(part[1])
+            elif kind == "block":
+                indent, v = part[1], self._value(env, part[2])
+                lines = v.split("\n") if isinstance(v, str) else v
+                out += [indent + x if x else x for x in lines] if indent else lines
             else:
-                out.append(_INLINE.sub(lambda m: self._inline(env, m.group(1) or m.group(2)), line))
+                texts, names = part[1], part[2]
+                buf = [texts[0]]
+                for name, text in zip(names, texts[1:]):
+                    v = self._value(env, name)
+                    buf += (v if isinstance(v, str) else "\n".join(v), text)
+                out.append("".join(buf))
         return "\n".join(out)
 
-    def _value(self, env: Mapping[str, Value], key: str) -> Value:
-        if key not in env:
-            raise KeyError(f"{self.name}: no value for ${{{key}}}")
-        return env[key]
+    def lines(self, values: Mapping[str, Value] = (), **more: Value) -> list[str]:
+        """The text as lines, for a list hole of another template: those of
+        the text without its final newline."""
+        text = self.substitute(values, **more)
+        return (text[:-1] if text.endswith("\n") else text).split("\n")
 
-    def _inline(self, env: Mapping[str, Value], key: str) -> str:
-        v = self._value(env, key)
-        return v if isinstance(v, str) else "\n".join(v)
+    def _value(self, env: Mapping[str, Value], key: str) -> Value:
+        try:
+            return env[key]
+        except KeyError:
+            raise KeyError(f"{self.name}: no value for ${{{key}}}") from None
 
 
 @functools.lru_cache(maxsize=None)

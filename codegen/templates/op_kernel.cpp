@@ -1,0 +1,26 @@
+${banner}
+// Registration and Autograd kernel of ${op}
+
+${own_header}
+${function_header}
+${prelude_impl}
+#include <ATen/TensorGeometry.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/VariableTypeUtils.h>
+#include <torch/library.h>
+${manual_include}
+
+namespace ${ns} {
+namespace {
+
+using namespace torch::autograd;
+${manual_using}
+
+${ret} ${kernel}(${params}) {
+  ${body}
+}
+
+}  // namespace
+}  // namespace ${ns}
+
+${registration}

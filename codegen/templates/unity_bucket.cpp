@@ -1,0 +1,4 @@
+${banner}
+// Unity bucket ${i} of ${n}: ${count} units.
+
+${support}

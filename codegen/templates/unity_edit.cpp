@@ -1,0 +1,4 @@
+${banner}
+// Edit TU ${j}: ${count} units out of their buckets while edited.
+
+${members}
