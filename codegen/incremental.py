@@ -29,12 +29,10 @@ from .unity_files import included, included_by_members, render_buckets, render_e
 from .unity_files import sources as layout_sources
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
 from .native_cache import NativeCache
+from .reasons import Reason, Why
 from .units import Kind, Unit
 from .writer import prune, same_bytes, stat_of, write_files
 
-# Reasons a unit is rendered that mean its specs changed: it is being edited.
-_EDITS = ("new", "renamed from", "derivatives entry changed", "native function changed",
-          "derived info changed")
 
 
 @dataclass(frozen=True)
@@ -56,12 +54,12 @@ class Result:
     """What one update did (or, on a dry run, would do)."""
     out_dir: str
     units: list[str]               # emission order
-    kinds: dict                    # unit -> Kind.value
+    kinds: dict                    # unit -> Kind
     sources: list[str]             # relpaths to compile
     layout: Layout
     regenerated: list[str] = field(default_factory=list)   # units with a file rewritten
     removed: list[str] = field(default_factory=list)
-    reasons: dict = field(default_factory=dict)   # unit -> why it was (re)rendered or removed
+    reasons: dict = field(default_factory=dict)   # unit -> Why it was (re)rendered or removed
     keys: dict = field(default_factory=dict)      # unit -> key
     parsed: bool = False           # False: the manifest fast path, no YAML read
     warning: Optional[str] = None  # a distrusted manifest
@@ -134,7 +132,7 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
     if old is not None and not dirty and old.layout.request == request.unity and \
             (old.inputs, old.generator, old.options.get("requested")) == (inputs, generator, requested):
         # The fast path: nothing to parse, nothing to write.
-        return Result(out_dir, [k.name for k in old.units], {k.name: k.kind for k in old.units},
+        return Result(out_dir, [k.name for k in old.units], {k.name: Kind(k.kind) for k in old.units},
                       list(old.sources), old.layout, keys={k.name: k.key for k in old.units})
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
@@ -183,25 +181,25 @@ class _State:
         for rel, unit in (old.files.items() if old else ()):
             self.old_owned.setdefault(unit, []).append(rel)
 
-    def why(self, k: UnitKey) -> Optional[str]:
+    def why(self, k: UnitKey) -> Optional[Why]:
         """Why unit `k` must be rendered, or None if its outputs are up to date."""
         prev, old = self.old_keys.get(k.name), self.old
         if prev is None:
             was = self.old_by_entry.get((k.kind, k.entry, k.native))
             if was and was != k.name:
-                return f"renamed from {was}"
-            return "new" if old is not None else "no trusted manifest"
+                return Why(Reason.RENAMED, was)
+            return Why(Reason.NEW if old is not None else Reason.NO_MANIFEST)
         if prev.key == k.key:
-            return "output missing or modified on disk" if k.name in self.dirty_units else None
+            return Why(Reason.DIRTY) if k.name in self.dirty_units else None
         if old.generator != self.generator:
-            return "generator changed"
+            return Why(Reason.GENERATOR)
         if old.options != self.options:
-            return "options changed"
+            return Why(Reason.OPTIONS)
         if prev.entry != k.entry:
-            return "derivatives entry changed"
+            return Why(Reason.ENTRY)
         if prev.native != k.native:
-            return "native function changed"
-        return "derived info changed"  # e.g. tags, or a foreach/view_copy source
+            return Why(Reason.NATIVE)
+        return Why(Reason.DERIVED)
 
     def stale_buckets(self, units: list[Unit], headers: set) -> set:
         """Buckets holding a shadowed unit's old text that includes one of `headers`."""
@@ -239,9 +237,9 @@ class _State:
         names = [u.name for u in units]
         live = set(names)
         removed = [n for n in self.old_keys if n not in live]
-        reasons.update((n, "no longer in the specs") for n in removed)
+        reasons.update((n, Why(Reason.REMOVED)) for n in removed)
         trusted = old is not None and (old.generator, old.options) == (self.generator, self.options)
-        edited = [n for n, why in reasons.items() if why.startswith(_EDITS) and n in changed]
+        edited = [n for n, why in reasons.items() if why.reason.is_edit and n in changed]
         # Shadowing a unit keeps its old text in its bucket, which SCons
         # recompiles if a header that text includes changes: so only units
         # whose .cpp alone changed and whose generated headers did not; and
@@ -276,7 +274,7 @@ class _State:
             files[rel], owner[rel] = text, ""
         for i in set(range(layout.buckets)) - p.rewrite:  # kept as they are, old text and all
             owner[bucket_file(i)] = ""
-        result = Result(self.out_dir, names, {k.name: k.kind for k in keys},
+        result = Result(self.out_dir, names, {k.name: Kind(k.kind) for k in keys},
                         layout_sources(units, layout) + python_bindings.sources(len(bound)), layout,
                         removed=removed, reasons=reasons, keys={k.name: k.key for k in keys}, parsed=True,
                         warning=self.warning, dry_run=request.dry_run,

@@ -18,7 +18,7 @@ def report(result: Result) -> str:
     """'N Functions + M op kernels: a regenerated, b unchanged, c removed; why'."""
     n, a, c = len(result.units), len(result.regenerated), len(result.removed)
     verb = "would be " if result.dry_run else ""
-    kernels = sum(1 for u in result.units if result.kinds[u] == Kind.KERNEL.value)
+    kernels = sum(1 for u in result.units if result.kinds[u] is Kind.KERNEL)
     what = f"{n - kernels} Functions" + (f" + {kernels} op kernels" if kernels else "")
     head = (f"{what}: {verb}{a} regenerated, {result.unchanged} unchanged, "
             f"{verb}{c} removed")
@@ -26,7 +26,7 @@ def report(result: Result) -> str:
         return head + "; inputs unchanged (specs not parsed)"
     groups: dict = {}
     for unit, why in result.reasons.items():
-        groups.setdefault(why, []).append(unit)
+        groups.setdefault(why.sentence, []).append(unit)
     parts = []
     for why, names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
@@ -81,7 +81,7 @@ def _bindings_place(result: Result, unit: str) -> str:
     if shard is not None:
         state = "rewritten" if shard in result.bindings_rewritten else "unchanged"
         return f"; its Python bindings compile in {shard} ({state})"
-    if result.parsed and result.kinds.get(unit) == Kind.FUNCTION.value:
+    if result.parsed and result.kinds.get(unit) is Kind.FUNCTION:
         return "; no Python bindings" + ("" if result.bindings else " (python=False)")
     return ""
 
@@ -98,7 +98,7 @@ def explain(result: Result, unit: str) -> str:
     """Why `unit` was (or was not) regenerated, and where it compiles, in
     `--debug=explain` style."""
     if unit in result.removed:
-        return f"{unit}: removed: {result.reasons[unit]}"
+        return f"{unit}: removed: {result.reasons[unit].sentence}"
     if unit not in result.keys:
         close = difflib.get_close_matches(unit, result.units, n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -110,5 +110,5 @@ def explain(result: Result, unit: str) -> str:
     if why is None:
         return f"{unit}: up to date: key {key} unchanged; {place}"
     if unit in result.regenerated:
-        return f"{unit}: regenerated: {why} (key now {key}); {place}"
-    return f"{unit}: re-rendered ({why}), output identical: not rewritten; {place}"
+        return f"{unit}: regenerated: {why.sentence} (key now {key}); {place}"
+    return f"{unit}: re-rendered ({why.sentence}), output identical: not rewritten; {place}"

@@ -23,6 +23,7 @@ from codegen.keys import canonical, unit_key
 from codegen.layout import slot_of
 from codegen.manifest import FORMAT, MANIFEST
 from codegen.native_cache import NATIVE_CACHE
+from codegen.reasons import Reason, Why
 from codegen.report import explain, layout_line, report
 from codegen.units import Kind
 from scons_helpers import tree
@@ -32,6 +33,24 @@ EXAMPLE = scenarios.TINY
 # The op kernels have tests of their own (test_kernels.py, test_scons_example.py); these count Functions.
 FUNCTIONS_ONLY = EmitOptions(kernels=False)
 OPS = list(scenarios.OPS)
+
+
+def sentences(result) -> dict:
+    """{unit: what the reports say of why it was rendered}."""
+    return {u: why.sentence for u, why in result.reasons.items()}
+
+
+def test_edit_reasons_are_decided_by_the_reason_not_its_sentence():
+    edits = {r for r in Reason if r.is_edit}
+    assert edits == {Reason.NEW, Reason.RENAMED, Reason.ENTRY, Reason.NATIVE, Reason.DERIVED}
+    assert Why(Reason.RENAMED, "MulBackward1").sentence == "renamed from MulBackward1"
+
+
+def test_result_kinds_are_kinds_on_both_paths(specs):
+    first = specs.update()
+    again = specs.update()   # the manifest fast path
+    assert not again.parsed and again.kinds == first.kinds
+    assert Kind.FUNCTION in first.kinds.values() and all(isinstance(k, Kind) for k in first.kinds.values())
 
 
 class Specs:
@@ -95,7 +114,7 @@ def test_edit_regenerates_exactly_what_changed(specs, sc):
     r = specs.update()
     assert (r.parsed, sorted(r.regenerated), r.removed, r.units) == \
         (sc.parsed, list(sc.regenerated), list(sc.removed), list(sc.ops))
-    assert r.reasons == sc.reasons
+    assert sentences(r) == sc.reasons
     assert r.unchanged == len(sc.ops) - len(sc.regenerated)
     changed, added, gone = rewritten(before, specs.snapshot())
     written = {p for p in changed | added if p.startswith("functions/")}
@@ -194,7 +213,7 @@ def test_output_deleted_or_edited_behind_our_back_is_regenerated(specs):
         f.write("// hand edit\n")
     r = specs.update()
     assert sorted(r.regenerated) == ["MulBackward0", "ScaleBackward0"]
-    assert set(r.reasons.values()) == {"output missing or modified on disk"}
+    assert set(sentences(r).values()) == {"output missing or modified on disk"}
     fresh = Specs(specs.root / "fresh", like=specs)
     fresh.update()
     assert tree(specs.out) == tree(fresh.out)
@@ -205,8 +224,8 @@ def test_output_edited_while_specs_changed_is_regenerated_too(specs):
         f.write("// hand edit\n")
     specs.edit(*scenarios.FORMULA)
     r = specs.update()
-    assert r.reasons == {"MulBackward1": "output missing or modified on disk",
-                         "ScaleBackward0": "derivatives entry changed"}
+    assert sentences(r) == {"MulBackward1": "output missing or modified on disk",
+                            "ScaleBackward0": "derivatives entry changed"}
     assert sorted(r.regenerated) == ["MulBackward1", "ScaleBackward0"]
 
 
@@ -233,10 +252,10 @@ def test_unknown_formula_name_error_is_located(specs):
 
 def test_options_and_generator_changes_rekey_everything(specs, monkeypatch):
     r = specs.update(opts=EmitOptions(namespace="other::ns", kernels=False))
-    assert sorted(r.regenerated) == OPS and set(r.reasons.values()) == {"options changed"}
+    assert sorted(r.regenerated) == OPS and set(sentences(r).values()) == {"options changed"}
     monkeypatch.setattr(incremental, "generator_version", lambda: "a different generator")
     r = specs.update(opts=EmitOptions(namespace="other::ns", kernels=False))
-    assert set(r.reasons.values()) == {"generator changed"} and r.regenerated == []
+    assert set(sentences(r).values()) == {"generator changed"} and r.regenerated == []
 
 
 def test_dry_run_writes_nothing(specs):
