@@ -3,10 +3,11 @@
 A formula edit changes derivatives.yaml only, yet every update after it used
 to parse native_functions.yaml again: on torch's specs that is about half of
 a one-edit generation, and it grows with the specs (8x torch's: ~3 of ~5 s).
-The parse result (a `NativeSpec`) is stored here, pickled, under a key of
-everything it is made from: the file's path and bytes, the valid tags and
-the generator's own source.  Anything else (no file, another key, a file that
-does not unpickle) is a miss: the specs are parsed as before, and the cache
+The parse result (a `NativeSpec`) is stored here as JSON data
+(native_records.py: never a pickle, which a planted file could make run
+code), under a key of everything it is made from: the file's path and
+bytes, the valid tags and the generator's own source.  Anything else (no
+file, another key, a file that is not JSON of an encoded spec) is a miss: the specs are parsed as before, and the cache
 is rewritten (atomically, and only once the whole update succeeded: bad
 input never leaves a cache behind; a dry run writes none).  The cache is an optimisation only: the manifest's
 keys decide what is regenerated, whatever this file holds.
@@ -14,8 +15,8 @@ keys decide what is regenerated, whatever this file holds.
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 from typing import Optional
 
 import xxhash
@@ -23,9 +24,10 @@ import xxhash
 from .api.native import NativeSpec
 from .keys import generator_version
 from .native_functions import parse_native_functions
+from .native_records import decode, encode
 from .tree import NATIVE_CACHE  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
-_MAGIC = b"autograd-native-cache 1 "
+_MAGIC = b"autograd-native-cache 2 "
 
 
 class NativeCache:
@@ -50,10 +52,9 @@ class NativeCache:
             with open(self.path, "rb") as f:
                 if f.readline() != _MAGIC + key + b"\n":
                     return None
-                native = pickle.load(f)
+                return decode(json.loads(f.read()))
         except Exception:  # missing, unreadable, truncated, foreign: a miss, never an error
             return None
-        return native if isinstance(native, NativeSpec) else None
 
     def flush(self) -> None:
         if self._pending is None:
@@ -61,7 +62,11 @@ class NativeCache:
         key, native = self._pending
         self._pending = None
         try:
-            write_atomic(self.path, _MAGIC + key + b"\n" + pickle.dumps(native, protocol=pickle.HIGHEST_PROTOCOL))
+            data = json.dumps(encode(native), separators=(",", ":")).encode()
+        except ValueError:
+            return  # a value the format has no spelling for: parsed again next time
+        try:
+            write_atomic(self.path, _MAGIC + key + b"\n" + data)
         except OSError:
             pass  # a read-only or full output folder: the next run parses again
 

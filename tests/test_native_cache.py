@@ -2,13 +2,16 @@
 a formula edit does not parse native_functions.yaml again, and whatever the
 cache holds, an update generates what a cold one does."""
 
+import json
 import os
+import pickle
 import shutil
+import subprocess
 
 import pytest
 
 import scenarios
-from codegen import incremental, native_cache
+from codegen import incremental, native_cache, native_records
 from codegen.emit.options import EmitOptions
 from codegen.incremental import Request
 from codegen.native_cache import NATIVE_CACHE
@@ -90,6 +93,53 @@ def test_a_damaged_cache_is_a_miss(ex, tmp_path, damage):
     r = ex.update()
     assert r.regenerated == ["ScaleBackward0"] and ex.parses == 1
     assert units(ex.out) == ex.cold(tmp_path)
+
+
+class _Planted:
+    """Unpickling this runs `touch <marker>`: what a planted pickle could do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (subprocess.call, (["touch", self.marker],))
+
+
+@pytest.mark.parametrize("payload", ["pickle", "json of another shape", "json of another class"])
+def test_a_planted_cache_is_a_miss_and_never_runs(ex, tmp_path, payload):
+    """A cache file with the right key line (copied from the real one) and a
+    body that is not an encoded spec: a pickle that runs a command when
+    unpickled, JSON of something else, JSON naming a class outside the
+    parse's records."""
+    path, marker = os.path.join(ex.out, NATIVE_CACHE), str(tmp_path / "ran")
+    with open(path, "rb") as f:
+        key_line = f.readline()
+    body = {"pickle": pickle.dumps(_Planted(marker)),
+            "json of another shape": json.dumps({"functions": []}).encode(),
+            "json of another class": json.dumps([[["Popen", [["touch", marker]]]], {"o": 0}]).encode()}[payload]
+    with open(path, "wb") as f:
+        f.write(key_line + body)
+    scenarios.edit(ex.d, "self: grad * alpha\n", "self: grad * alpha * 3\n")
+    r = ex.update()
+    assert not os.path.exists(marker)
+    assert r.regenerated == ["ScaleBackward0"] and ex.parses == 1   # a miss: parsed again
+    assert units(ex.out) == ex.cold(tmp_path)
+    with open(path, "rb") as f:
+        assert f.readline() == key_line and json.loads(f.read())   # rewritten as data
+
+
+def test_the_records_round_trip_torch_specs(torch_specs):
+    """Every field of every record, the raw yaml entries, and which records
+    are one object (a NativeFunction in `functions`, `ordered` and its view
+    group) come back from the format."""
+    nf = torch_specs[0]
+    with open(nf) as f:
+        spec = native_cache.parse_native_functions(nf, f.read(), None)
+    back = native_records.decode(json.loads(json.dumps(native_records.encode(spec))))
+    assert back == spec and [f.raw for f in back.functions] == [f.raw for f in spec.functions]
+    ids = {id(f) for f in back.functions}
+    assert all(id(f) in ids for f in back.ordered)
+    assert all(id(f) in ids for g in back.view_groups for f in g.functions())
 
 
 def test_bad_input_and_dry_runs_leave_no_cache(tmp_path, monkeypatch):
