@@ -1,4 +1,8 @@
-"""`python -m codegen`: the generator's command line."""
+"""`python -m codegen`: the generator's command line.
+
+Each command imports what it runs when it runs (the imports inside the
+`_cmd_*` functions): `--help` and `weaken` load no parser or emitter.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from .errors import SpecError
+from .errors import SpecError, os_error_line
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -21,7 +25,7 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_infos(args: argparse.Namespace) -> int:
-    from .load_derivatives import load_infos
+    from .load_derivatives import load_infos  # (on use: see the module's docstring)
     infos = load_infos(args.native_functions, args.derivatives, args.tags)
     # One info per line: readable, diffable, and the C encoder (no indent) is fast.
     sys.stdout.write('{"infos": [\n' + ",\n".join(json.dumps(i.as_json()) for i in infos) + "\n]}\n")
@@ -29,7 +33,7 @@ def _cmd_infos(args: argparse.Namespace) -> int:
 
 
 def _unity(text: str):
-    from .layout import parse_unity
+    from .layout import parse_unity  # (on use: see the module's docstring)
     try:
         return parse_unity(text)
     except ValueError as e:
@@ -37,7 +41,7 @@ def _unity(text: str):
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    import time
+    import time  # (this command's imports: see the module's docstring)
 
     from .emit.options import EmitOptions
     from .incremental import Request, update
@@ -119,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_weaken(args: argparse.Namespace) -> int:
-    from .weaken import WeakenError, weaken
+    from .weaken import WeakenError, weaken  # (on use: see the module's docstring)
     try:
         names = weaken(args.bucket, args.edits, args.output, nm=args.nm, objcopy=args.objcopy)
     except WeakenError as e:
@@ -137,7 +141,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except OSError as e:
-        from .errors import os_error_line
         print(f"error: {os_error_line(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import Optional
 
 
@@ -35,7 +36,6 @@ _OS_HINTS = {
 
 def os_error_line(e: OSError) -> str:
     """An OSError met while writing outputs, as one line with what to do."""
-    import errno
     name = errno.errorcode.get(e.errno or 0, "")
     where = e.filename if e.filename is not None else ""
     hint = _OS_HINTS.get(name, "")

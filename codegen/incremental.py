@@ -22,6 +22,7 @@ from typing import Callable, Optional
 
 from .emit import python_bindings
 from .emit.options import EmitOptions, with_default_namespace
+from .errors import SpecError
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
 from .tree import MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, bucket_file, bucket_index
@@ -30,7 +31,7 @@ from .unity_files import sources as layout_sources
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
 from .native_cache import NativeCache
 from .reasons import Reason, Why
-from .units import Kind, Unit
+from .units import Kind, Unit, load_units
 from .writer import prune, same_bytes, stat_of, write_files
 
 
@@ -82,13 +83,12 @@ class Renderer:
 
 
 def default_renderer() -> Renderer:
+    # Imported here: the manifest fast path never loads the emitters.
     from .emit.functions import render_shared
-    from .units import load_units
     return Renderer(load_units, render_shared)
 
 
 def _input_digests(native_functions: str, derivatives: str, tags: Optional[str]) -> dict:
-    from .errors import SpecError
     out = {}
     for role, path in (("native_functions", native_functions), ("derivatives", derivatives),
                        ("tags", tags)):
@@ -136,7 +136,7 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
                       list(old.sources), old.layout, keys={k.name: k.key for k in old.units})
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
-    from .load_derivatives import gc_paused
+    from .load_derivatives import gc_paused  # (the parser: the slow path only)
     cache = NativeCache(os.path.join(out_dir, NATIVE_CACHE))
     # The units, keys and texts are ~10^6 live objects at 8x torch's specs:
     # every full collection would walk them all (a one-edit update grew

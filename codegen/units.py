@@ -49,6 +49,7 @@ class Unit:
         return f"{self.folder}/{self.stem}.cpp"
 
     def render(self, opts: Any) -> dict[str, str]:
+        # The emitters load on the first render: the manifest fast path needs none.
         if self.kind is Kind.FUNCTION:
             from .emit.functions import render_op
             return render_op(self.subject, opts)
@@ -75,6 +76,7 @@ def load_units(native_functions: str, derivatives: str, tags: Optional[str] = No
     the derived foreach ones), then, with `kernels`, the op kernels.  Raises
     SpecError if two units would write the same file.  `native_cache`: see
     load_derivatives.load_specs."""
+    # (imported here, as in Unit.render: the manifest fast path loads no parser or emitter)
     from .emit.functions import op_infos
     from .emit.kernels import kernel_units
     from .foreach import derive_foreach_infos

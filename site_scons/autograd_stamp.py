@@ -9,6 +9,7 @@ and of each object.  When the next run finds the same key and stats,
 nothing can need rebuilding, and the per-op graph need not be declared.
 """
 
+import atexit
 import json
 import os
 
@@ -95,7 +96,6 @@ def matches(path, key, lib, out_dir, objects_rel):
 def write_later(path, key, lib, objects):
     """Write the stamp at exit, if the whole build succeeded."""
     if not _pending:
-        import atexit
         atexit.register(_write_all)
     _pending.append((path, key, lib, objects))
 

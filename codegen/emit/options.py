@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional
 
+from ..errors import SpecError
+
 _NAMESPACE_RE = re.compile(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*")
 LIBTORCH_NAMESPACE = "torch::autograd::generated"
 # The classes' namespace for specs whose ops are all ATen's (torch's own).
@@ -80,7 +82,6 @@ def default_namespace(op_namespaces: Iterable[tuple[str, str, Optional[int], str
     lets one library at most define an op, so this is unique to the library
     as long as its ops are in one namespace: with several, refused (a
     located SpecError) rather than picking one."""
-    from ..errors import SpecError
     first = None
     for ns, file, line, entry in op_namespaces:
         if ns == "aten":

@@ -24,6 +24,7 @@ loaded) lists the `.cu` compiles.
 """
 
 import shlex
+import sys
 
 import SCons.Action
 import SCons.Defaults
@@ -37,7 +38,6 @@ _COM = ("$( $NVCC $) -o $TARGET -c $SHNVCCFLAGS $NVCCFLAGS $NVCC_ARCHFLAGS $NVCC
 
 def _compilation_db_entries():
     """compilation_db's list of (target, source, env, action), when loaded."""
-    import sys
     module = sys.modules.get("SCons.Tool.compilation_db")
     return getattr(module, "__COMPILATION_DB_ENTRIES", None) if module else None
 
