@@ -3,10 +3,12 @@ and the small template language that fills them.
 
 A template is C++ text with holes, in torchgen's CodeTemplate style:
 
-    ${name}    replaced by the value's text; a value of several lines (or
-               a list of lines) standing alone on its line keeps the hole's
-               indentation on every line, and an empty list removes the line
+    ${name}    replaced by the value's text (a list: its lines)
     $name      the same, for a name not followed by an identifier character
+
+A hole alone on its line is a list hole: each line of its value (a list
+of lines, or a string of several) is indented as the hole is, except that
+empty lines stay empty, and an empty list removes the line.
 
 Nothing else is special, so braces and quotes are C++'s own.  Emitters
 compute only what fills the holes; every fixed line lives in a file here,
@@ -102,5 +104,5 @@ def load(name: str) -> Template:
 
 
 def template_files() -> list[str]:
-    """Every template's file name, sorted (the generator's version reads them)."""
+    """Every template's file name, sorted."""
     return sorted(n for n in os.listdir(FOLDER) if n.endswith(SUFFIXES))
