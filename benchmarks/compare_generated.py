@@ -4,7 +4,8 @@
 
 Each commit's generator is exported with `git archive` (the base) or used in
 place (the head, default: this checkout) and run as `python -m codegen generate`
-on the example (specs/, in the layouts and options its builds use), the test
+on the example (specs/, in the layouts and options its builds use, and after
+a formula edit, so that edit TUs and a shadowed unit are written), the test
 fixtures, and torch's own specs. Every file of the two trees is compared line
 by line; a differing line is classed as a banner line (`// @generated ...`), a
 comment line (`//`, `/*`, ` *`, `#` in Python files), or code. The run exits 1
@@ -18,11 +19,16 @@ import argparse
 import collections
 import difflib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# The edit case: a copy of specs/ generated, this formula edited, generated again.
+EDIT = ("self: grad * alpha\n", "self: grad * alpha * 2\n")
 
 
 def _cases(torch: bool) -> list[tuple[str, list[str]]]:
@@ -35,6 +41,7 @@ def _cases(torch: bool) -> list[tuple[str, list[str]]]:
         ("example-unity0", ex + ["--unity", "0"]),
         ("example-unity3-override", ex + ["--unity", "3", "--override"]),
         ("example-no-python", ex + ["--no-python", "--unity", "0"]),
+        ("example-edited-override", ex + ["--unity", "2", "--override", "--edit"]),
         ("tiny_ext", specs(os.path.join(REPO, "tests/fixtures/tiny_ext"))
          + ["--namespace", "myops::autograd", "--no-kernels", "--jobs", "2"]),
         ("nimpl_ext", specs(os.path.join(REPO, "tests/fixtures/nimpl_ext"))
@@ -52,6 +59,20 @@ def _cases(torch: bool) -> list[tuple[str, list[str]]]:
 
 
 def _generate(src: str, out: str, args: list[str]) -> str:
+    if "--edit" in args:
+        # On a copy of the specs: generate, edit one formula, generate again.
+        specs = out + "-specs"
+        shutil.copytree(os.path.join(REPO, "specs"), specs)
+        args = [a.replace(os.path.join(REPO, "specs"), specs) for a in args if a != "--edit"]
+        err = _generate(src, out, args)
+        path = os.path.join(specs, "derivatives.yaml")
+        with open(path) as f:
+            text = f.read()
+        assert EDIT[0] in text, "the edit case's formula is not in specs/derivatives.yaml"
+        with open(path, "w") as f:
+            f.write(text.replace(EDIT[0], EDIT[1], 1))
+        if err:
+            return err
     r = subprocess.run([sys.executable, "-m", "codegen", "generate", "--out", out, "-q", *args],
                        cwd=src, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src})
     return "" if r.returncode == 0 else (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
