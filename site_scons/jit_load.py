@@ -196,6 +196,22 @@ def _again(label, before, folder, key, stamp):
                     "to build and load the new one")
 
 
+def _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
+          extra_ldflags, extra_include_paths) -> dict:
+    """What load_sconstruct.py builds (load_spec.json), `files` checked."""
+    return dict(files, includes=_words(includes, "includes", name), namespace=namespace, python=bool(python),
+                kernels=bool(kernels), unity=unity, extra_cflags=_words(extra_cflags, "extra_cflags", name),
+                extra_cuda_cflags=_words(extra_cuda_cflags, "extra_cuda_cflags", name),
+                extra_ldflags=_words(extra_ldflags, "extra_ldflags", name),
+                include_paths=[os.path.abspath(p) for p in
+                               _words(extra_include_paths, "extra_include_paths", name)])
+
+
+def _check_cuda(name, cuda) -> None:
+    if cuda not in ("auto", True, False):
+        raise LoadError(f"{_label(name)}: cuda must be 'auto', True or False, not {cuda!r}")
+
+
 def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
          python=True, kernels=True, unity="auto", extra_cflags=None, extra_cuda_cflags=None,
          extra_ldflags=None, extra_include_paths=None, build_directory=None, verbose=False,
@@ -205,71 +221,45 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     scons_run.BuildError (a failed build: first error, log path),
     folder_lock.LockTimeout, folder_lock.FolderError."""
     _check_name(name)
-    if cuda not in ("auto", True, False):
-        raise LoadError(f"{_label(name)}: cuda must be 'auto', True or False, not {cuda!r}")
-    spec = {"native_functions": _file(native_functions, "native_functions", name),
-            "derivatives": _file(derivatives, "derivatives", name),
-            "tags": _file(tags, "tags", name) if tags is not None else None,
-            "sources": [_file(s, "source", name) for s in _words(sources, "sources", name)],
-            "includes": _words(includes, "includes", name), "namespace": namespace,
-            "python": bool(python), "kernels": bool(kernels), "unity": unity,
-            "extra_cflags": _words(extra_cflags, "extra_cflags", name),
-            "extra_cuda_cflags": _words(extra_cuda_cflags, "extra_cuda_cflags", name),
-            "extra_ldflags": _words(extra_ldflags, "extra_ldflags", name),
-            "include_paths": [os.path.abspath(p) for p in _words(extra_include_paths, "extra_include_paths", name)]}
+    _check_cuda(name, cuda)
+    files = {"native_functions": _file(native_functions, "native_functions", name),
+             "derivatives": _file(derivatives, "derivatives", name),
+             "tags": _file(tags, "tags", name) if tags is not None else None,
+             "sources": [_file(s, "source", name) for s in _words(sources, "sources", name)]}
+    spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
+                 extra_ldflags, extra_include_paths)
     return _build_and_load(name, spec, build_folder(name, build_directory), verbose, timeout, cuda,
                            cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"))
 
 
 def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), *, tags=None,
-                build_directory=None, **kwargs):
-    """load() of texts: the yaml and the sources are written into the
-    build folder (inline/) only when they changed, so an unchanged call is
-    a no-op.  `cpp_sources`/`cuda_sources`: a string or a list of strings
-    (joined into inline/main.cpp and inline/cuda.cu)."""
+                includes=(), namespace=None, python=True, kernels=True, unity="auto", extra_cflags=None,
+                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,
+                verbose=False, cuda="auto", timeout=None, cache_dir=None):
+    """load() of texts: the yaml and the sources (a string or a list of
+    strings each, joined into inline/main.cpp and inline/cuda.cu) are written
+    into the build folder's inline/ only when they changed, so an unchanged
+    call is a no-op."""
     _check_name(name)
-    texts = {"native_functions": native_functions, "derivatives": derivatives, "tags": tags,
-             "cpp_sources": cpp_sources, "cuda_sources": cuda_sources}
-    for what, text in texts.items():
-        if text is not None and not isinstance(text, str) and not (
-                what.endswith("sources") and all(isinstance(t, str) for t in text)):
-            raise LoadError(f"{_label(name)}: {what} must be a string" + (
-                " or a list of strings" if what.endswith("sources") else ""))
-    join = lambda t: t if isinstance(t, str) else "\n".join(t)  # noqa: E731
-    inline = {"inline/native_functions.yaml": native_functions, "inline/derivatives.yaml": derivatives}
-    if tags is not None:
-        inline["inline/tags.yaml"] = tags
-    if join(cpp_sources).strip():
-        inline["inline/main.cpp"] = join(cpp_sources)
-    if join(cuda_sources).strip():
-        inline["inline/cuda.cu"] = join(cuda_sources)
+    _check_cuda(name, cuda)
+    texts = {"native_functions.yaml": ("native_functions", native_functions),
+             "derivatives.yaml": ("derivatives", derivatives), "tags.yaml": ("tags", tags),
+             "main.cpp": ("cpp_sources", cpp_sources), "cuda.cu": ("cuda_sources", cuda_sources)}
+    inline = {}
+    for file, (argument, text) in texts.items():
+        several = argument.endswith("sources")
+        if text is not None and not isinstance(text, str):
+            if not several or not all(isinstance(t, str) for t in text):
+                raise LoadError(f"{_label(name)}: {argument} must be a string"
+                                + (" or a list of strings" if several else ""))
+            text = "\n".join(text)
+        if text is not None and (text.strip() or not several):
+            inline[f"inline/{file}"] = text
     folder = build_folder(name, build_directory)
-    for path in ("native_functions", "derivatives", "tags", "sources", "extra_cflags"):
-        if path in kwargs:
-            raise LoadError(f"{_label(name)}: load_inline takes texts; {path}= is load()'s")
-    # The files are written under the lock (in _build_and_load); load()'s
-    # checks that they exist are skipped for them.
-    spec_paths = {k: os.path.join(folder, k) for k in inline}
-    return _inline(name, folder, inline, spec_paths, kwargs)
-
-
-def _inline(name, folder, inline, paths, kwargs):
-    _check_name(name)
-    cuda = kwargs.pop("cuda", "auto")
-    verbose, timeout = kwargs.pop("verbose", False), kwargs.pop("timeout", None)
-    cache_dir = kwargs.pop("cache_dir", None) or os.environ.get("AUTOGRAD_CACHEDIR")
-    spec = {"native_functions": paths["inline/native_functions.yaml"],
-            "derivatives": paths["inline/derivatives.yaml"],
-            "tags": paths.get("inline/tags.yaml"),
-            "sources": [paths[k] for k in ("inline/main.cpp", "inline/cuda.cu") if k in paths],
-            "includes": _words(kwargs.pop("includes", ()), "includes", name),
-            "namespace": kwargs.pop("namespace", None), "python": bool(kwargs.pop("python", True)),
-            "kernels": bool(kwargs.pop("kernels", True)), "unity": kwargs.pop("unity", "auto"),
-            "extra_cflags": _words(kwargs.pop("extra_cflags", None), "extra_cflags", name),
-            "extra_cuda_cflags": _words(kwargs.pop("extra_cuda_cflags", None), "extra_cuda_cflags", name),
-            "extra_ldflags": _words(kwargs.pop("extra_ldflags", None), "extra_ldflags", name),
-            "include_paths": [os.path.abspath(p) for p in
-                              _words(kwargs.pop("extra_include_paths", None), "extra_include_paths", name)]}
-    if kwargs:
-        raise LoadError(f"{_label(name)}: unknown argument(s) {', '.join(sorted(kwargs))}")
-    return _build_and_load(name, spec, folder, verbose, timeout, cuda, cache_dir, inline=inline)
+    path = lambda file: os.path.join(folder, "inline", file) if f"inline/{file}" in inline else None  # noqa: E731
+    files = {"native_functions": path("native_functions.yaml"), "derivatives": path("derivatives.yaml"),
+             "tags": path("tags.yaml"), "sources": [p for p in (path("main.cpp"), path("cuda.cu")) if p]}
+    spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
+                 extra_ldflags, extra_include_paths)
+    return _build_and_load(name, spec, folder, verbose, timeout, cuda,
+                           cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"), inline=inline)

@@ -213,6 +213,9 @@ def test_bad_input_one_clear_error_each(ext, tmp_path):
     line = error(dict(call, build_directory=str(blocker / "build")))
     assert line.startswith(f"ERROR FolderError: [Errno 20] load(myops): cannot write the build folder {blocker}/build")
     assert not os.path.exists(call["build_directory"])
+    inline = {"inline": True, "name": "myops", "native_functions": 3, "derivatives": "",
+              "build_directory": call["build_directory"]}
+    assert error(inline) == "ERROR LoadError: load(myops): native_functions must be a string"
 
 
 def test_changed_inputs_in_the_same_process_are_refused(ext):
