@@ -49,9 +49,9 @@ class LoadError(RuntimeError):
 
 
 class _Loaded:
-    def __init__(self, folder, library, key, stamp_text, namespace):
+    def __init__(self, folder, library, key, digests, namespace):
         self.folder, self.library, self.key = folder, library, key
-        self.stamp_text, self.namespace = stamp_text, namespace
+        self.digests, self.namespace = digests, namespace
 
 
 def _label(name) -> str:
@@ -158,7 +158,7 @@ def _build_and_load(name, spec, folder, verbose, timeout, cuda, cache_dir, inlin
     library = os.path.join(folder, f"{name}.so")
     before = _loaded.get(name)
     if before is not None:
-        return _again(label, before, folder, key, stamp)
+        return _again(label, before, folder, key, stamp, timeout)
     with BuildLock(folder, timeout=timeout, label=label) as lock:
         for rel, text in (inline or {}).items():
             os.makedirs(os.path.dirname(os.path.join(folder, rel)), exist_ok=True)
@@ -171,23 +171,31 @@ def _build_and_load(name, spec, folder, verbose, timeout, cuda, cache_dir, inlin
                                          verbose=verbose, label=label, lock=lock)
             _publish(os.path.join(folder, "obj", f"{name}.so"), library)
             scons_run.write_stamp(stamp, key, result.inputs_path)
-        with open(stamp) as f:
-            stamp_text = f.read()
+        digests = _digests(stamp)
         torch.ops.load_library(library)
     namespace = getattr(torch.ops, _op_namespace(spec["native_functions"], name))
-    _loaded[name] = _Loaded(folder, library, key, stamp_text, namespace)
+    _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace
 
 
-def _again(label, before, folder, key, stamp):
-    """A second load() of a name in this process: the same namespace if
-    nothing changed, else one error (the library cannot be loaded again)."""
+def _digests(stamp: str) -> list:
+    """(path, digest) of every input in a stamp (not the stats, which a
+    touch moves), or None."""
     try:
         with open(stamp) as f:
-            same_stamp = f.read() == before.stamp_text
-    except OSError:
-        same_stamp = False
-    if folder == before.folder and key == before.key and same_stamp and scons_run.up_to_date(stamp, key):
+            return [(row[0], row[3]) for row in json.load(f)["inputs"]]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _again(label, before, folder, key, stamp, timeout):
+    """A second load() of a name in this process: the same namespace if
+    nothing changed, else one error (the library cannot be loaded again)."""
+    same = False
+    if folder == before.folder and key == before.key:
+        with BuildLock(folder, timeout=timeout, label=label):
+            same = scons_run.up_to_date(stamp, key) and _digests(stamp) == before.digests
+    if same:
         return before.namespace
     what = "its build folder" if folder != before.folder else \
         "its arguments" if key != before.key else "its inputs (sources, specs or headers)"

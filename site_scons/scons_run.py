@@ -124,19 +124,30 @@ def _stat(path: str) -> list:
 
 def up_to_date(stamp_path: str, key) -> bool:
     """The stamp exists, holds `key`, and every input it lists still has
-    its stat or, where the stat moved, its digest."""
+    its stat or, where the stat moved, its digest.  Files whose stat moved
+    but not their bytes (a touch, a checkout) get their new stat recorded,
+    so the next check is stats alone again: call it holding the lock."""
     try:
         with open(stamp_path) as f:
             stamp = json.load(f)
         if stamp["key"] != json.loads(json.dumps(key)):
             return False
-        algorithm = stamp["algorithm"]
-        for path, mtime, size, digest in stamp["inputs"]:
-            if _stat(path) != [mtime, size] and _digest(path, algorithm) != digest:
-                return False
-        return True
+        algorithm, moved = stamp["algorithm"], False
+        for row in stamp["inputs"]:
+            path, mtime, size, digest = row
+            st = _stat(path)
+            if st != [mtime, size]:
+                if _digest(path, algorithm) != digest:
+                    return False
+                row[1:3], moved = st, True
     except (OSError, ValueError, KeyError, TypeError):
         return False
+    if moved:
+        try:
+            _write_json(stamp_path, stamp)
+        except OSError:
+            pass
+    return True
 
 
 def clear_stamp(stamp_path: str) -> None:

@@ -50,6 +50,12 @@ def test_a_second_process_compiles_nothing_and_says_nothing(ext):
     quiet = run(dict(call, verbose=False), env).stdout
     assert quiet.splitlines() == ["LOADED torch.ops.myops"]   # silent, and SCons not even started
     assert os.stat(log).st_mtime_ns == before
+    header = os.path.join(call["extra_include_paths"][0], "myops", "backward_helpers.h")
+    os.utime(header)   # touched, bytes unchanged: still no SCons
+    assert run(dict(call, verbose=False), env).stdout.splitlines() == ["LOADED torch.ops.myops"]
+    assert os.stat(log).st_mtime_ns == before
+    flagged = run(dict(call, extra_cflags=["-DMY_FLAG"]), env).stdout   # a flag: everything recompiles
+    assert sorted(compiled(flagged)) == ["bindings_0.os", "bucket_0.os", "kernels.os"]
 
 
 def test_a_quiet_build_prints_one_line_per_stage(ext):
@@ -221,6 +227,8 @@ def test_bad_input_one_clear_error_each(ext, tmp_path):
 def test_changed_inputs_in_the_same_process_are_refused(ext):
     call, env = ext
     then = (f"assert load(**call) is ops\n"   # unchanged: the same namespace
+            f"os.utime(call['derivatives'])\n"    # touched, not changed: still the same
+            f"assert load(**call) is ops\n"
             f"open(call['derivatives'], 'a').write('\\n# edited\\n')\n"
             f"try:\n    load(**call)\nexcept Exception as e:\n    print('AGAIN', type(e).__name__, e)\n")
     out = run(call, env, then=then).stdout   # (RUNNER's `call`: these arguments)
