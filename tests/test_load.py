@@ -285,3 +285,15 @@ def test_the_cgroup_quota_is_read_from_v2_then_v1(tmp_path, files, cpus):
         os.makedirs(os.path.dirname(tmp_path / rel), exist_ok=True)
         (tmp_path / rel).write_text(text)
     assert scons_run._cgroup_cpus(str(tmp_path)) == cpus
+
+
+def test_autograd_launcher_goes_before_every_compile_not_the_link(ext, tmp_path):
+    call, env = ext
+    calls = tmp_path / "launched.txt"
+    launcher = tmp_path / "launcher"
+    launcher.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\nexec \"$@\"\n")
+    launcher.chmod(0o755)
+    out = run(call, dict(env, AUTOGRAD_LAUNCHER=str(launcher))).stdout
+    launched = calls.read_text().splitlines()
+    assert len(launched) == len([x for x in out.splitlines() if " -c " in x and " -o " in x]) == 4  # with the prelude
+    assert not any("myops.so" in x for x in launched)
