@@ -109,7 +109,7 @@ def build_folder(name: str, build_directory=None) -> str:
     return os.path.join(os.path.abspath(root), name, folder_key())
 
 
-def _op_namespace(native_functions: str, name: str) -> str:
+def _op_namespace(native_functions: str) -> str:
     with open(native_functions, encoding="utf-8", errors="replace") as f:
         m = re.search(r"^\s*-?\s*func:\s*['\"]?(\w+)::", f.read(), re.M)
     return m.group(1) if m else "aten"
@@ -173,7 +173,7 @@ def _build_and_load(name, spec, folder, verbose, timeout, cuda, cache_dir, inlin
             scons_run.write_stamp(stamp, key, result.inputs_path)
         digests = _digests(stamp)
         torch.ops.load_library(library)
-    namespace = getattr(torch.ops, _op_namespace(spec["native_functions"], name))
+    namespace = getattr(torch.ops, _op_namespace(spec["native_functions"]))
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace
 

@@ -73,3 +73,39 @@ def test_under_torch_2_14_load_uses_another_folder_and_builds_the_cu(tmp_path):
     assert "-gencode=arch=compute_80,code=sm_80" in nvcc
     assert os.path.isfile(os.path.join(tmp_path, "ext", "myops", keys[1], "myops.so"))
     assert out.strip().splitlines()[-1] == "CUDA ['row_sum', 'cube', 'soft_clip']"
+
+
+@pytest.mark.compile
+def test_a_killed_real_build_leaves_the_next_load_correct(tmp_path):
+    """SIGKILL of the builder during a compile, then during a link: the next
+    load() in a fresh process builds at once (no stale lock) and its ops
+    gradcheck, the formula edit included."""
+    import signal
+    import time
+    from scons_helpers import edit
+    call = dict(example(tmp_path / "specs"), build_directory=str(tmp_path / "build"), verbose=True)
+    wrapper = tmp_path / "cxx"   # g++, held open at one step while `.stall` (in the build folder) names it
+    wrapper.write_text("#!/bin/sh\nif [ -f .stall ]; then step=$(cat .stall); case \"$* $step\" in\n"
+                       "  *' -c '*' compile'|*-shared*' link') touch stalled; sleep 120;; esac; fi\n"
+                       "exec g++ \"$@\"\n")
+    wrapper.chmod(0o755)
+    env = dict(real_compiler(), CXX=str(wrapper))
+    folder = call["build_directory"]
+    os.makedirs(folder)
+    for step in ("compile", "link"):
+        if step == "link":
+            edit(call["derivatives"], "self: grad * alpha", "self: alpha * grad")
+        with open(os.path.join(folder, ".stall"), "w") as f:
+            f.write(step)
+        builder = start(call, env)
+        while not os.path.exists(os.path.join(folder, "stalled")):
+            assert builder.poll() is None, builder.communicate()
+            time.sleep(0.1)
+        os.kill(builder.pid, signal.SIGKILL)
+        builder.communicate()
+        os.unlink(os.path.join(folder, ".stall"))
+        os.unlink(os.path.join(folder, "stalled"))
+        out = run(call, env, CHECKS, timeout=1800).stdout
+        n = len(__import__("extension_checks").case_functions())
+        assert f"CHECKED {n}" in out and "waiting for pid" not in out
+        assert compiled(out), out   # it did build (what the killed run could not finish)
