@@ -42,10 +42,13 @@ generated = env.AutogradFunctions(
     pch=env["AUTOGRAD_EXAMPLE_PCH"], python=env["PYTHON"], kernels=spec["kernels"], pch_sources=cpp)
 objects = generated + env.CudaObjects(cu)
 print(f"{scons_run.GENERATED_TAG}objects={len(objects)}", flush=True)
-tool = sys.modules[env.AutogradFunctions.method.__module__]
-if tool._reports and tool._reports[-1][1] is not None:
-    from codegen.report import report
-    print(f"{scons_run.GENERATED_TAG}generated gen/: {report(tool._reports[-1][1])}", flush=True)
+# After the tool is loaded: it puts the generator (codegen/) on sys.path.
+import autograd_report  # noqa: E402
+from codegen.report import report  # noqa: E402
+
+if autograd_report.REPORT.records:
+    print(f"{scons_run.GENERATED_TAG}generated gen/: {report(autograd_report.REPORT.records[-1].result)}",
+          flush=True)
 lib = env.SharedLibrary(os.path.join("obj", spec["name"]), objects, SHLIBPREFIX="")
 here = os.path.dirname(os.path.abspath(extension_env.__file__))
 scons_run.record_inputs(lib, scons_run.INPUTS,
