@@ -1,0 +1,138 @@
+"""The build environment of every build of this project: the checkout's
+`SConstruct` (`scons`) and load()'s own (load_sconstruct.py) both call it,
+so that a load() compiles exactly as `scons` does: the same compiler
+variables, precompiled prelude, CacheDir, LAUNCHER, torch and CUDA flags,
+linker.  Call from an SConstruct:
+
+    vars = Variables(None, ARGUMENTS)
+    extension_env.add_variables(vars)          # then the SConstruct's own
+    env, facts = extension_env.environment(vars, cuda=lambda env: True)
+
+`cuda(env)` says whether the .cu kernels are configured (cuda_flags; the
+reason they are left out is printed).  The environment has `pch` (bool)
+under AUTOGRAD_EXAMPLE_PCH, the tools autograd_functions and nvcc loaded,
+and torch's flags.
+"""
+
+import os
+import shlex
+import sys
+
+import SCons.Script as S
+
+import cuda_flags
+import torch_flags
+import verified_cache
+
+
+def add_variables(vars):
+    vars.AddVariables(
+        S.PathVariable("BUILD", "build folder", "build", S.PathVariable.PathAccept),
+        ("CXX", "C++ compiler, also used to link", "g++"),
+        ("OPT", "optimisation flags", "-O2"),
+        ("UNITY", "compile layout: auto = buckets sized from the op count and -j (README); "
+                  "N = N unity buckets; 0 = one TU per op", "auto"),
+        ("FUSE_LD", "linker (-fuse-ld=...): auto = gold when installed (3x faster than bfd on the "
+                    "711 objects of SPECS=torch), bfd, gold, lld", "auto"),
+        S.EnumVariable("PCH", "precompiled prelude header (GCC's .gch): auto = on unless CXX is clang", "auto",
+                       allowed_values=("auto", "0", "1")),
+        ("AUTOGRAD_EXPLAIN", "OP[,OP...]: say why these Functions were (not) regenerated", ""),
+        S.PathVariable("CACHEDIR", "object cache shared between checkouts (SCons CacheDir)", "",
+                       S.PathVariable.PathAccept),
+        ("PYTHON", "Python bindings of the Functions (typed grad_fn, _saved_* properties): 1 (default), "
+                   "or 0 for a library used from C++ alone (no libtorch_python, no Python symbols)", "1"),
+        ("LAUNCHER", "command put before every compile, not the link: ccache, sccache, distcc, "
+                     "icecc, ... (out of the signature: switching it recompiles nothing)", ""),
+        S.EnumVariable("CUDA", "the example's .cu kernels (nvcc): auto = with a CUDA build of torch; "
+                       "0 = never; 1 = always (an error with a CPU-only torch)", "auto",
+                       allowed_values=("auto", "0", "1")),
+        ("TORCH_CUDA_ARCH_LIST", "CUDA architectures, e.g. '8.0;9.0+PTX' (default: $TORCH_CUDA_ARCH_LIST; "
+                                 "unset: the visible GPUs', else torch's oldest with PTX)",
+         os.environ.get("TORCH_CUDA_ARCH_LIST", "")),
+    )
+
+
+def environment(vars, cuda):
+    """(env, torch facts) configured from `vars`; exits with one line on bad values."""
+    env = S.Environment(tools=["gcc", "g++", "gnulink", "ar"], variables=vars,
+                        ENV={"PATH": os.environ.get("PATH", "")})
+    S.Help(vars.GenerateHelpText(env), append=True)
+    unknown = vars.UnknownVariables()
+    if unknown:
+        sys.exit(f"scons: *** unknown variable(s): {', '.join(unknown)} (see scons -h)")
+
+    # Every core by default, as ninja does; an explicit -j (also -j1) wins.
+    given = sys.argv[1:] + os.environ.get("SCONSFLAGS", "").split()
+    if not any(a.startswith(("-j", "--jobs")) for a in given):
+        S.SetOption("num_jobs", os.cpu_count() or 1)
+
+    build = env["BUILD"]
+    # The precompiled prelude, for both spec sets: a formula edit then costs one
+    # edit TU against it (~0.5 header parses instead of ~1.2), and the cold
+    # build pays the precompile (~2 parses) on the core the buckets leave idle
+    # (README: Compile layout).  The .gch is GCC's format: clang is left alone.
+    cxx = os.path.basename((shlex.split(env.subst("$CXX")) or [""])[0])
+    pch = env["PCH"] == "1" or (env["PCH"] == "auto" and "clang" not in cxx)
+    env["AUTOGRAD_EXAMPLE_PCH"] = pch  # specs/SConscript
+    env.SConsignFile(os.path.join(build, ".sconsign"))  # one database per build folder
+    env.Replace(LINK="$CXX")  # not $SMARTLINK, which walks every source on each link
+    env.Append(CCFLAGS=S.Split(env["OPT"]))
+    if env["CACHEDIR"]:
+        # Entries are checked against a digest before use: a corrupt one is evicted and rebuilt.
+        env.CacheDir(env["CACHEDIR"], verified_cache.VerifiedCacheDir)
+    _launcher(env)
+
+    # compilation_db hooks the object emitters: load it before any object exists,
+    # and only when asked (its JSON is rebuilt on every run).
+    if "compile_commands" in S.COMMAND_LINE_TARGETS:
+        env.Tool("compilation_db")
+        env.Alias("compile_commands", env.CompilationDatabase("compile_commands.json"))
+
+    env.Tool("autograd_functions")
+    env.Tool("nvcc")
+    from codegen.emit.options import parse_python  # (importable once the tool is loaded)
+    try:
+        env["PYTHON"] = parse_python(env["PYTHON"])
+    except ValueError as e:
+        print(f"scons: *** PYTHON={env['PYTHON']}: {e}", file=sys.stderr)
+        S.Exit(2)
+    facts = torch_flags.configure(env, os.path.join(build, ".torch.json"), python=env["PYTHON"])
+    if cuda(env):
+        try:  # the .cu kernels, or the one line that says why not (nvcc.CudaObjects)
+            cuda_flags.configure(env, facts, env["CUDA"], env["TORCH_CUDA_ARCH_LIST"])
+        except cuda_flags.CudaConfigError as e:
+            if not S.GetOption("help"):
+                print(f"scons: *** {e}", file=sys.stderr)
+                S.Exit(2)
+            # `scons -h` still lists the variables (one of them is the way out).
+            print(f"scons: warning: {e}", file=sys.stderr)
+            cuda_flags.configure(env, facts, "0")
+    fuse_ld = env["FUSE_LD"]
+    if fuse_ld == "auto":
+        fuse_ld = "gold" if env.WhereIs("ld.gold") else ""
+    if fuse_ld and fuse_ld != "bfd":
+        env.Append(LINKFLAGS=[f"-fuse-ld={fuse_ld}"])
+    return env, facts
+
+
+def _launcher(env):
+    try:
+        launcher = shlex.split(env["LAUNCHER"])
+    except ValueError as e:  # unbalanced quotes
+        print(f"scons: *** LAUNCHER {env['LAUNCHER']!r}: {e}", file=sys.stderr)
+        S.Exit(2)
+    if not launcher:
+        return
+    program = launcher[0]
+    found = (os.path.isfile(program) and os.access(program, os.X_OK)) if os.sep in program \
+        else env.WhereIs(program)
+    if not found:
+        print(f"scons: *** LAUNCHER {program!r}: program not found", file=sys.stderr)
+        S.Exit(2)
+    # The tool puts $AUTOGRAD_LAUNCHER before every compile, inside $( $).
+    env["AUTOGRAD_LAUNCHER"] = launcher
+    # What the launchers read from the environment (hosts, cache backends and
+    # their credentials, state folders).  ENV is not in any signature.
+    env["ENV"].update({k: v for k, v in os.environ.items()
+                       if k.startswith(("DISTCC_", "SCCACHE_", "CCACHE_", "ICECC_", "AWS_", "XDG_"))
+                       or k in ("HOME", "TMPDIR", "GOOGLE_APPLICATION_CREDENTIALS")})

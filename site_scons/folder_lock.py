@@ -1,0 +1,185 @@
+"""One OS-level lock per build folder, for every build started from Python
+(`load()`, the editable install's rebuild on import).
+
+    from autograd_scons.folder_lock import BuildLock, LockTimeout
+    with BuildLock(folder, timeout=None, label="load(myops)") as lock:
+        ...                      # up-to-date check, generate, compile, link
+        lock.set_group(pgid)     # the build's process group (scons_run does it)
+
+`fcntl.flock` on `<folder>/.folder_lock`: the kernel drops it when its
+holder dies, however it dies (SIGKILL, the OOM killer, a cancelled job), so
+a killed build never blocks the next one.  The file holds one line naming
+the holder (`pid=<pid> group=<process group of its build>`), for the
+waiter's message and the timeout error; the holder empties it on release,
+so a non-empty line found by the next holder means the last one died while
+building: its build's processes (compilers it left orphaned) are killed
+before anything is rebuilt, so no stale compile can overwrite a new object.
+
+While another process holds the lock, `say` (default: stderr) gets one line
+naming it, then the wait polls until `timeout` seconds (None: the variable
+AUTOGRAD_BUILD_TIMEOUT, else no limit), past which LockTimeout names the
+folder and the holder's pid.  A folder that cannot be made or written raises
+FolderError with one line.  The lock is not reentrant: one `with` per
+process and folder at a time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import sys
+import time
+from typing import Callable, Optional
+
+LOCK_NAME = ".folder_lock"
+TIMEOUT_VARIABLE = "AUTOGRAD_BUILD_TIMEOUT"
+# Set in the environment of every process of a build: names the lock, so
+# that only that build's leftovers are ever killed (process groups are ids
+# the kernel may reuse once they are gone).
+MARKER_VARIABLE = "AUTOGRAD_BUILD_LOCK"
+_POLL_S = 0.05
+
+
+class FolderError(OSError):
+    """The build folder cannot be made or written (one line)."""
+
+
+class LockTimeout(TimeoutError):
+    def __init__(self, folder: str, pid: Optional[int], waited: float):
+        self.folder, self.pid, self.waited = folder, pid, waited
+        who = f"pid {pid}" if pid else "another process"
+        super().__init__(f"{folder}: still being built by {who} after waiting {waited:g} s "
+                         f"(timeout=, or ${TIMEOUT_VARIABLE}); if that process is stuck, end it")
+
+
+def _default_timeout() -> Optional[float]:
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"${TIMEOUT_VARIABLE}={text!r}: not a number of seconds") from None
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class BuildLock:
+    def __init__(self, folder: str, timeout: Optional[float] = None, label: str = "build",
+                 say: Callable[[str], None] = _stderr):
+        self.folder = os.path.abspath(folder)
+        self.path = os.path.join(self.folder, LOCK_NAME)
+        self.timeout = _default_timeout() if timeout is None else timeout
+        self.label, self.say = label, say
+        self.fd: Optional[int] = None
+        self.waited_for: Optional[int] = None  # the holder's pid when we had to wait
+
+    def __enter__(self) -> "BuildLock":
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise FolderError(e.errno, f"{self.label}: cannot write the build folder {self.folder}: "
+                              f"{e.strerror} (build_directory=, or $AUTOGRAD_EXTENSIONS_DIR)") from None
+        try:
+            self._acquire(fd)
+            left = self._record(fd)
+            if left:
+                _reap(left.get("group"), self.path)
+            self._write(fd, f"pid={os.getpid()}")
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+        return self
+
+    def _acquire(self, fd: int) -> None:
+        start = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            waited = time.monotonic() - start
+            if self.waited_for is None:
+                time.sleep(_POLL_S)  # the holder writes its line right after locking
+                self.waited_for = self._record(fd).get("pid") or 0
+                self.say(f"{self.label}: waiting for pid {self.waited_for or '?'}, "
+                         f"which is building {self.folder}")
+                continue
+            if self.timeout is not None and waited >= self.timeout:
+                raise LockTimeout(self.folder, self._record(fd).get("pid") or self.waited_for, self.timeout)
+            time.sleep(_POLL_S)
+
+    @staticmethod
+    def _record(fd: int) -> dict:
+        try:
+            text = os.pread(fd, 200, 0).decode("ascii", "replace")
+        except OSError:
+            return {}
+        out = {}
+        for word in text.split():
+            key, _, value = word.partition("=")
+            if value.isdigit():
+                out[key] = int(value)
+        return out
+
+    @staticmethod
+    def _write(fd: int, line: str) -> None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (line + "\n").encode() if line else b"", 0)
+
+    def set_group(self, group: int) -> None:
+        """Record the build's process group (killed by the next holder if
+        this process dies before releasing the lock)."""
+        self._write(self.fd, f"pid={os.getpid()} group={group}")
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            try:
+                self._write(self.fd, "")
+            finally:
+                os.close(self.fd)  # closing drops the flock
+                self.fd = None
+
+
+def _members(group: int, marker: str) -> list[int]:
+    """Live processes of `group` that carry `marker` in their environment."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            if int(stat[stat.rindex(")") + 2:].split()[2]) != group:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if marker.encode() in f.read().split(b"\0"):
+                    found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _reap(group: Optional[int], lock_path: str, patience_s: float = 10.0) -> None:
+    """Kill what a dead holder's build left running (compilers still writing
+    objects), and wait until it is gone."""
+    if not group or not os.path.isdir("/proc"):
+        return
+    marker = f"{MARKER_VARIABLE}={lock_path}"
+    deadline = time.monotonic() + patience_s
+    while time.monotonic() < deadline:
+        pids = _members(group, marker)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(_POLL_S)

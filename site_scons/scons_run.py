@@ -1,0 +1,338 @@
+"""Run an SCons build from Python, and decide "up to date" without SCons:
+the machinery shared by `load()` (load.py) and the editable install's
+rebuild on import.
+
+    from autograd_scons import scons_run
+    from autograd_scons.folder_lock import BuildLock
+    with BuildLock(folder, label="load(myops)") as lock:
+        if not scons_run.up_to_date(stamp, key):       # stat (digest if moved) of every input
+            scons_run.clear_stamp(stamp)
+            result = scons_run.run_scons(sconstruct, folder, {"CXX": "g++"}, jobs=None,
+                                         verbose=False, label="load(myops)", lock=lock)
+            scons_run.write_stamp(stamp, key, result.inputs_path)
+    # result.compiled / result.linked: what ran; BuildError on failure
+
+The SConstruct side names what the stamp must cover:
+
+    scons_run.record_inputs(lib, os.path.join(folder, scons_run.INPUTS), extra=[yaml, ...])
+
+which, when the build succeeds, writes every file the targets depended on
+(sources, the headers SCons's scanner found, the compiler, the generated
+files), each with its stat and the digest SCons built it from, plus `extra`
+(files read while the SConscripts were read: the specs) and the Python
+modules of the generator and tool.  `up_to_date` then needs one stat per
+input and a digest only of those whose stat moved: no SCons, no subprocess.
+`key` is any JSON value standing for everything else (flags, versions).
+
+`run_scons` runs SCons in a subprocess (in its own process group, killed
+with the caller: Linux's parent-death signal) with stdout and stderr into
+`<folder>/build.log`.  Quiet, it turns the stream into one progress line per
+stage (what was generated, objects compiled of how many, the link) and says
+nothing when nothing ran; verbose, it echoes every line (the commands).  A
+failed build raises BuildError: the first compiler error (file:line), else
+the first `scons: ***` line (e.g. a spec error, located), and the log path.
+`default_jobs()`: $MAX_JOBS when it is all digits, else the CPUs this process
+may run on (affinity, and a cgroup CPU quota where one is set).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+INPUTS = ".build_inputs.json"  # written by record_inputs (the SCons side)
+LOG = "build.log"
+GENERATED_TAG = "autograd_build: "  # lines an SConstruct prints for the progress report
+# g++/clang (`file:line:col: error:`) and nvcc (`file(line): error:`)
+_ERROR = re.compile(r"^(\S.*?):(\d+)(?::\d+)?: (?:fatal )?error\b.*$|^(\S.*?)\((\d+)\): error\b.*$", re.M)
+_SCONS_ERROR = re.compile(r"^scons: \*\*\* (.*)$", re.M)
+_COMPILE = re.compile(r" -o (\S+) .*-c |-c .* -o (\S+)")
+_LINK = re.compile(r" -o (\S+\.(?:so|dylib|pyd))\b")
+
+
+class BuildError(RuntimeError):
+    """A failed build: `first_error` (one line) and `log` (the full log's path)."""
+
+    def __init__(self, label: str, first_error: str, log: str):
+        self.first_error, self.log = first_error, log
+        super().__init__(f"{label}: build failed: {first_error}\n  full log: {log}")
+
+
+def first_error(text: str) -> str:
+    m = _ERROR.search(text)
+    if m:
+        return m.group(0).strip()
+    m = _SCONS_ERROR.search(text)
+    if m:
+        return m.group(1).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "SCons exited with an error and printed nothing"
+
+
+def _cgroup_cpus() -> Optional[int]:
+    """CPUs allowed by a cgroup quota (v2 cpu.max, else v1), or None."""
+    import math
+    for path, parse in (("/sys/fs/cgroup/cpu.max", lambda t: t.split()[:2]),
+                        ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", None)):
+        try:
+            with open(path) as f:
+                text = f.read()
+            if parse:
+                quota, period = parse(text)
+            else:
+                with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as f:
+                    quota, period = text.strip(), f.read().strip()
+            if quota in ("max", "-1"):
+                return None
+            return max(1, math.ceil(int(quota) / int(period)))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def default_jobs() -> int:
+    text = os.environ.get("MAX_JOBS", "")
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    quota = _cgroup_cpus()
+    return max(1, min(cpus, quota) if quota else cpus)
+
+
+# --- the stamp: "up to date" without SCons ---------------------------------
+
+def _digest(path: str, algorithm: str) -> str:
+    import hashlib
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _stat(path: str) -> list:
+    st = os.stat(path)
+    return [st.st_mtime_ns, st.st_size]
+
+
+def up_to_date(stamp_path: str, key) -> bool:
+    """The stamp exists, holds `key`, and every input it lists still has
+    its stat or, where the stat moved, its digest."""
+    try:
+        with open(stamp_path) as f:
+            stamp = json.load(f)
+        if stamp["key"] != json.loads(json.dumps(key)):
+            return False
+        algorithm = stamp["algorithm"]
+        for path, mtime, size, digest in stamp["inputs"]:
+            if _stat(path) != [mtime, size] and _digest(path, algorithm) != digest:
+                return False
+        return True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def clear_stamp(stamp_path: str) -> None:
+    try:
+        os.unlink(stamp_path)
+    except FileNotFoundError:
+        pass
+
+
+def _write_json(path: str, value) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(value, f)
+    os.replace(tmp, path)
+
+
+def write_stamp(stamp_path: str, key, inputs_path: str) -> None:
+    """After a successful build: `key` and the inputs record_inputs wrote."""
+    with open(inputs_path) as f:
+        recorded = json.load(f)
+    _write_json(stamp_path, dict(recorded, key=key))
+
+
+def record_inputs(targets, inputs_path: str, extra=(), code_roots=()) -> None:
+    """SCons side (call in the SConstruct, after declaring `targets`): when
+    the build succeeds, write every file the targets depend on to
+    `inputs_path`, for `up_to_date`.  `extra`: files read while reading the
+    SConscripts; `code_roots`: folders whose loaded Python modules count
+    (the generator's).  Each file is stat-ed and hashed now, and again at
+    the end: one edited during the build is recorded as changed."""
+    import atexit
+
+    import SCons.Script
+    import SCons.Util
+    algorithm = SCons.Util.get_current_hash_algorithm_used()
+    roots = tuple(os.path.abspath(r) + os.sep for r in code_roots)
+    code = sorted({os.path.abspath(m.__file__) for m in list(sys.modules.values())
+                   if getattr(m, "__file__", None) and os.path.abspath(m.__file__).startswith(roots)})
+    early = {}
+    for path in [os.path.abspath(str(p)) for p in extra] + code:
+        if os.path.isfile(path):
+            early[path] = (_stat(path), _digest(path, algorithm))
+
+    def leaves():
+        seen, stack, files = set(), list(SCons.Util.flatten(targets)), {}
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            children = node.children()
+            stack.extend(children)
+            if not node.has_builder() and isinstance(node, SCons.Node.FS.File) and node.exists():
+                files[node.abspath] = node.get_csig()
+        return files
+
+    def write():
+        if SCons.Script.GetBuildFailures() or SCons.Script.GetOption("no_exec") \
+                or SCons.Script.GetOption("clean"):
+            return
+        rows = []
+        for path, csig in sorted(leaves().items()):
+            st = _stat(path)
+            # the bytes SCons built from, unless the file moved since
+            rows.append([path] + (st if _digest(path, algorithm) == csig else [0, 0]) + [csig])
+        for path, (st, digest) in sorted(early.items()):
+            rows.append([path] + (st if _stat(path) == st else [0, 0]) + [digest])
+        _write_json(inputs_path, {"algorithm": algorithm, "inputs": rows})
+
+    atexit.register(write)
+
+
+# --- running SCons -----------------------------------------------------------
+
+@dataclass
+class BuildResult:
+    compiled: list = field(default_factory=list)   # outputs of the compile commands that ran
+    linked: list = field(default_factory=list)     # libraries linked
+    log: str = ""
+    inputs_path: str = ""
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the caller dies (Linux)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class _Progress:
+    """One line per stage, from the build's output."""
+
+    def __init__(self, label: str, say: Callable[[str], None], verbose: bool):
+        self.label, self.say, self.verbose = label, say, verbose
+        self.generated: list = []
+        self.objects: Optional[int] = None
+        self.result = BuildResult()
+        self.compile_said = False
+
+    def line(self, line: str) -> None:
+        if self.verbose:
+            self.say(line)
+        if line.startswith(GENERATED_TAG):
+            text = line[len(GENERATED_TAG):]
+            m = re.match(r"objects=(\d+)$", text)
+            if m:
+                self.objects = int(m.group(1))
+            else:
+                self.generated.append(text)
+            return
+        if line.startswith(("scons:", "autograd_functions:")):
+            return
+        link = _LINK.search(line)
+        if link and " -c " not in line:
+            self._compiled_line()
+            self.result.linked.append(link.group(1))
+            if not self.verbose:
+                self.say(f"{self.label}: linking {link.group(1)}")
+            return
+        m = _COMPILE.search(line)
+        if m:
+            if not self.result.compiled and not self.verbose:
+                for text in self.generated:
+                    self.say(f"{self.label}: {text}")
+                total = f" of {self.objects}" if self.objects else ""
+                self.say(f"{self.label}: compiling{total} objects ({self.jobs} jobs)")
+            self.result.compiled.append(m.group(1) or m.group(2))
+
+    def _compiled_line(self) -> None:
+        if self.result.compiled and not self.compile_said and not self.verbose:
+            self.compile_said = True
+            total = f" of {self.objects}" if self.objects else ""
+            self.say(f"{self.label}: compiled {len(self.result.compiled)}{total} objects")
+
+    def end(self) -> None:
+        self._compiled_line()
+
+
+def _stdout(line: str) -> None:
+    print(line, flush=True)
+
+
+def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *, jobs: Optional[int] = None,
+              verbose: bool = False, label: str = "build", lock=None, say: Callable[[str], None] = _stdout,
+              site_dir: Optional[str] = None, extra_args=()) -> BuildResult:
+    """Run SCons on `sconstruct` in `folder` (its top folder) with
+    `variables` (NAME=value arguments) and `jobs` (default_jobs()).
+    `site_dir`: the folder SCons puts on sys.path and searches for tools
+    (default: this package's).  `lock`: the BuildLock held, told the build's
+    process group.  Raises BuildError when SCons fails."""
+    try:
+        from .folder_lock import MARKER_VARIABLE
+    except ImportError:  # imported by its own name (site_scons/ on sys.path)
+        from folder_lock import MARKER_VARIABLE
+    folder = os.path.abspath(folder)
+    site_dir = site_dir or os.path.dirname(os.path.abspath(__file__))
+    jobs = jobs or default_jobs()
+    cmd = [sys.executable, "-c", "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())",
+           "-f", os.path.abspath(sconstruct), f"--site-dir={site_dir}", f"-j{jobs}"]
+    cmd += [f"{k}={v}" for k, v in (variables or {}).items()] + list(extra_args)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if lock is not None:
+        env[MARKER_VARIABLE] = lock.path
+    log_path = os.path.join(folder, LOG)
+    progress = _Progress(label, say, verbose)
+    progress.jobs = jobs
+    with open(log_path, "w") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", start_new_session=True,
+                                preexec_fn=_die_with_parent)
+        if lock is not None:
+            lock.set_group(proc.pid)
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                log.flush()
+                progress.line(line.rstrip("\n"))
+            rc = proc.wait()
+        except BaseException:  # Ctrl-C: take the whole build down with us
+            import signal
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+            raise
+    if rc != 0:
+        with open(log_path, errors="replace") as f:
+            raise BuildError(label, first_error(f.read()), log_path)
+    progress.end()
+    progress.result.log = log_path
+    progress.result.inputs_path = os.path.join(folder, INPUTS)
+    return progress.result
