@@ -139,13 +139,13 @@ def scons_args(config_settings):
     return args
 
 
-def run_scons(project, build, args, log_path, lock=None, quiet=False):
+def run_scons(project, build, args, log_path, lock=None, quiet=False, label="autograd_scons"):
     """Run the project's SConstruct; its output goes to `log_path` (and,
     unless `quiet`, stdout).  Raises BuildError with the first compiler
     error on failure.  `lock`: the build_lock.BuildLock held, told the
     build's process group.  Any build makes the editable stamp stale."""
-    from .build_lock import MARKER_VARIABLE
-    from .build_run import first_error
+    from .folder_lock import MARKER_VARIABLE
+    from . import scons_run
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     try:
         os.unlink(os.path.join(project, build, EDITABLE_STAMP))
@@ -166,8 +166,8 @@ def run_scons(project, build, args, log_path, lock=None, quiet=False):
                 sys.stdout.write(line)
         proc.wait()
     if proc.returncode != 0:
-        with open(log_path, errors="replace") as f:  # the report load() gives (build_run.BuildError)
-            raise BuildError(f"build failed: {first_error(f.read())}\n  full log: {log_path}")
+        with open(log_path, errors="replace") as f:  # load()'s report: first compiler error, log path
+            raise BuildError(str(scons_run.BuildError(label, scons_run.first_error(f.read()), log_path)))
 
 
 def build_library(project=".", config_settings=None):
@@ -226,7 +226,8 @@ def _main_hook(fn):
         try:
             return fn(*args, **kwargs)
         except BuildError as e:
-            print(f"autograd_scons: error: {e}", file=sys.stderr)
+            print(f"autograd_scons: error: {e}" if not str(e).startswith("autograd_scons") else str(e),
+                  file=sys.stderr)
             raise SystemExit(1) from None
     hook.__name__, hook.__doc__ = fn.__name__, fn.__doc__
     return hook

@@ -10,7 +10,7 @@ project's folder, build folder and SCons arguments.  `install` puts an
 the package from the project's folder, with the build folder's copy of the
 package (the library) also on its `__path__`.
 
-`rebuild` is the machinery `load()` uses (build_lock, build_run): the
+`rebuild` is the machinery `load()` uses (folder_lock, scons_run): the
 stamp check first, which needs a stat per input and no SCons (a no-op
 import costs that: docs/shipping.md), then, under the build folder's OS
 lock, SCons.  A failed build raises ImportError with the first compiler
@@ -39,22 +39,22 @@ def stamp_key(args):
 def rebuild(project, build, args, label):
     """Bring `<project>/<build>` up to date; ImportError when the build
     fails.  Returns True when SCons ran."""
-    from . import build_run
-    from .build_lock import BuildLock
+    from . import scons_run
+    from .folder_lock import BuildLock
     folder = os.path.join(project, build)
     stamp = os.path.join(folder, STAMP)
     key = stamp_key(args)
-    if build_run.up_to_date(stamp, key):
+    if scons_run.up_to_date(stamp, key):
         return False
     try:
         with BuildLock(folder, label=label) as lock:
-            if build_run.up_to_date(stamp, key):  # built meanwhile by whoever held the lock
+            if scons_run.up_to_date(stamp, key):  # built meanwhile by whoever held the lock
                 return False
-            build_run.clear_stamp(stamp)
-            run_scons(project, build, args, os.path.join(folder, build_run.LOG), lock=lock, quiet=True)
-            build_run.write_stamp(stamp, key, os.path.join(folder, build_run.INPUTS))
+            scons_run.clear_stamp(stamp)
+            run_scons(project, build, args, os.path.join(folder, scons_run.LOG), lock=lock, quiet=True, label=label)
+            scons_run.write_stamp(stamp, key, os.path.join(folder, scons_run.INPUTS))
     except (BuildError, OSError, TimeoutError) as e:
-        raise ImportError(f"{label}: {e}") from None
+        raise ImportError(str(e) if str(e).startswith(label) else f"{label}: {e}") from None
     return True
 
 
@@ -96,9 +96,9 @@ else:
 def wheel_files(project, package, build, args):
     """{path in the wheel: bytes} of an editable wheel; the build has just
     run, so its stamp is written now and the first import is a no-op."""
-    from . import build_run
+    from . import scons_run
     folder = os.path.join(project, build)
-    build_run.write_stamp(os.path.join(folder, STAMP), stamp_key(args), os.path.join(folder, build_run.INPUTS))
+    scons_run.write_stamp(os.path.join(folder, STAMP), stamp_key(args), os.path.join(folder, scons_run.INPUTS))
     config = {"package": package, "project": project, "build": build, "args": list(args)}
     module = f"_{package}_editable"
     return {f"{module}.pth": f"import {module}\n".encode(),

@@ -1,0 +1,78 @@
+"""From nothing to an installed wheel, with the real compiler (README: Ship
+it): `python -m autograd_scons new` into a temporary folder, `pip wheel
+--no-build-isolation` of the result, the wheel installed into a fresh venv
+that holds only torch (from the local wheel folder pip is configured with),
+pytest and the wheel, the package imported from a folder far from the
+project, its op gradchecked, and the project's own tests (gradcheck,
+opcheck, torch.compile, forward AD) passing in that venv.  The wheel's
+library holds no path of the folder it was built in."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ship_helpers as ship
+
+pytestmark = [pytest.mark.compile, pytest.mark.slow]  # ~40 s of g++, a venv with torch (~1 min)
+
+NAME = "first_ops"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(venv python, the project, the wheel, a folder far from both)."""
+    tmp = tmp_path_factory.mktemp("ship-compile")
+    path = ship.this_checkout(tmp)
+    ship.new(tmp, NAME, path)
+    project = str(tmp / NAME)
+    wheel, _ = ship.pip_wheel(project, str(tmp / "dist"), path)
+    venv = tmp / "venv"
+    ship.run([sys.executable, "-m", "venv", venv], tmp, ship.environ(""))
+    py = str(venv / "bin" / "python")
+    import torch
+    version = torch.__version__.split("+")[0]
+    proc = ship.run([py, "-m", "pip", "install", "-q", f"torch=={version}", "pytest"], tmp, ship.environ(""),
+                    check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"torch=={version} could not be installed into a fresh venv (pip's find-links or index "
+                    f"holds none): {proc.stderr.strip().splitlines()[-1:]}")
+    # the pin must accept the torch there: no --no-deps, and no index to fall back on
+    ship.run([py, "-m", "pip", "install", "-q", "--no-index", wheel], tmp, ship.environ(""))
+    far = tmp / "far" / "away"
+    os.makedirs(far)
+    return py, project, wheel, str(far)
+
+
+def test_the_installed_wheel_imports_far_from_the_project_and_gradchecks(installed):
+    py, project, _, far = installed
+    code = (f"import sys, torch, {NAME}\n"
+            f"assert 'site-packages' in {NAME}.__file__ and {NAME}.__file__.startswith(sys.prefix), {NAME}.__file__\n"
+            "x = torch.randn(4, 3, dtype=torch.double, requires_grad=True)\n"
+            f"assert torch.autograd.gradcheck(lambda t: torch.ops.{NAME}.scaled_square(t, 0.75), (x,))\n"
+            f"y = torch.ops.{NAME}.scaled_square(x, 0.75)\n"
+            "torch.testing.assert_close(y, 0.75 * x * x)\n"
+            "print(type(y.grad_fn).__name__)")
+    proc = ship.run([py, "-c", code], far, ship.environ(""))
+    assert proc.stdout.split() == ["ScaledSquareBackward0"]
+    # only torch, its dependencies, pytest and the wheel: not this project's tooling
+    listed = ship.run([py, "-m", "pip", "list", "--format=freeze"], far, ship.environ("")).stdout.lower()
+    assert "autograd-functions-scons" not in listed and "scons" not in listed
+
+
+def test_the_new_projects_own_tests_pass_against_the_installed_wheel(installed):
+    py, project, _, far = installed
+    proc = ship.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(project, "tests")], far,
+                    ship.environ(""), check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "5 passed" in proc.stdout
+
+
+def test_no_build_folder_path_is_in_the_library(installed):
+    _, project, wheel, _ = installed
+    library = ship.wheel_read(wheel, f"{NAME}/_C.so")
+    strings = subprocess.run(["strings", "-n", "6"], input=library, capture_output=True, check=True).stdout
+    assert os.path.dirname(project).encode() not in strings
+    assert b"/tmp" not in strings and b"pytest-of" not in strings
+    assert b"$ORIGIN/../torch/lib" in strings  # torch's libraries found beside the package, not where it was built
