@@ -24,14 +24,10 @@ import sys
 import sysconfig
 
 from . import wheel_files
+from .editable import BUILDING_ENV, STAMP as EDITABLE_STAMP
 
 BUILD_ROOT = "build"
 SCONS_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scons_main.py")
-# Set in the environment of every build this backend (or an editable
-# import) starts: an import inside a build never starts another one.
-BUILDING_ENV = "AUTOGRAD_SCONS_BUILDING"
-# The editable install's record of the inputs of the last build it made (editable.py).
-EDITABLE_STAMP = ".editable_stamp.json"
 
 
 class BuildError(Exception):

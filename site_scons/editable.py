@@ -18,18 +18,22 @@ error and the log's path.  Every build sets $AUTOGRAD_SCONS_BUILDING, and
 an import inside a build never starts another.
 """
 
-import importlib.abc
-import importlib.util
-import json
 import os
 import sys
 
-from .build_meta import BUILDING_ENV, EDITABLE_STAMP as STAMP, BuildError, run_scons
+# Set in the environment of every build the backend or an editable import
+# starts: an import inside a build never starts another one.
+BUILDING_ENV = "AUTOGRAD_SCONS_BUILDING"
+# The record of the inputs of the last build an editable import checked.
+STAMP = ".editable_stamp.json"
+# (build_meta, with its archive modules, is imported only to build: the
+# .pth imports this module at every interpreter start.)
 
 
 def stamp_key(args):
     """What besides the inputs decides the build: the arguments, and the
     torch the library links (its headers are not among the inputs)."""
+    import importlib.util
     from . import torch_flags
     spec = importlib.util.find_spec("torch")
     root = list(spec.submodule_search_locations)[0] if spec and spec.submodule_search_locations else None
@@ -40,6 +44,7 @@ def rebuild(project, build, args, label):
     """Bring `<project>/<build>` up to date; ImportError when the build
     fails.  Returns True when SCons ran."""
     from . import scons_run
+    from .build_meta import BuildError, run_scons
     from .folder_lock import BuildLock
     folder = os.path.join(project, build)
     stamp = os.path.join(folder, STAMP)
@@ -58,7 +63,10 @@ def rebuild(project, build, args, label):
     return True
 
 
-class EditableFinder(importlib.abc.MetaPathFinder):
+class EditableFinder:
+    """A meta path finder (not importlib.abc's subclass: importing that costs
+    ~50 ms at every interpreter start)."""
+
     def __init__(self, package, project, build, args):
         self.package, self.project, self.build, self.args = package, project, build, list(args)
         self.checked = False
@@ -69,6 +77,7 @@ class EditableFinder(importlib.abc.MetaPathFinder):
         if not self.checked and not os.environ.get(BUILDING_ENV):
             self.checked = True  # once per interpreter, even when it fails
             rebuild(self.project, self.build, self.args, f"editable {self.package}")
+        import importlib.util
         source = os.path.join(self.project, self.package)
         return importlib.util.spec_from_file_location(
             fullname, os.path.join(source, "__init__.py"),
@@ -96,6 +105,7 @@ else:
 def wheel_files(project, package, build, args):
     """{path in the wheel: bytes} of an editable wheel; the build has just
     run, so its stamp is written now and the first import is a no-op."""
+    import json
     from . import scons_run
     folder = os.path.join(project, build)
     scons_run.write_stamp(os.path.join(folder, STAMP), stamp_key(args), os.path.join(folder, scons_run.INPUTS))
