@@ -101,6 +101,16 @@ def test_two_copies_of_the_project_give_the_same_wheel_bytes(made):
         assert a.read() == b.read()  # fixed timestamps, order and modes too
 
 
+def test_a_second_wheel_of_the_unchanged_project_compiles_nothing(made):
+    tmp, path, project, wheel, _ = made
+    again, _ = ship.pip_wheel(project, str(tmp / "dist-again"), path, f"CXX={ship.FAKE_CXX}")
+    with open(os.path.join(project, "build", f"cp{sys.version_info[0]}{sys.version_info[1]}-linux_x86_64",
+                           "build.log")) as f:
+        assert compiled(f.read()) == []
+    with open(wheel, "rb") as a, open(again, "rb") as b:
+        assert a.read() == b.read()
+
+
 def test_a_wheel_built_from_the_sdist_has_the_same_files(made):
     tmp, path, project, wheel, _ = made
     code = "import sys; from autograd_scons import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
