@@ -54,12 +54,6 @@ def project_config(project="."):
     return data
 
 
-def package_name(data):
-    """The import package: [tool.autograd-scons] package, else the name."""
-    tool = (data.get("tool") or {}).get("autograd-scons") or {}
-    return tool.get("package") or wheel_files.normalized(data["project"]["name"])
-
-
 def _build_pin(data):
     """The `torch==X.Y.*` of build-system.requires, or None."""
     for req in (data.get("build-system") or {}).get("requires") or []:
@@ -173,7 +167,8 @@ def build_library(project=".", config_settings=None):
     data = project_config(project)
     build = build_dir(config_settings)
     version = check_torch(data, os.path.join(project, build))
-    run_scons(project, build, scons_args(config_settings), os.path.join(project, build, "build.log"))
+    log = os.path.join(os.path.abspath(project), build, "build.log")  # named in a failure: absolute
+    run_scons(project, build, scons_args(config_settings), log)
     with open(os.path.join(project, build, WHEEL_JSON)) as f:
         info = json.load(f)
     if torch_minor(info["torch"]) != torch_minor(version):  # never a silently mismatched wheel
@@ -196,7 +191,7 @@ def package_files(project, package):
     files = {}
     root = os.path.join(project, package)
     if not os.path.isfile(os.path.join(root, "__init__.py")):
-        raise BuildError(f"{root}/__init__.py: no such file (the package; [tool.autograd-scons] package sets it)")
+        raise BuildError(f"{root}/__init__.py: no such file (the package the SConstruct's extension.Package names)")
     for folder, subdirs, names in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
         for name in sorted(n for n in names if n.endswith(".py")):

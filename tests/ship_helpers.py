@@ -74,3 +74,27 @@ def wheel_read(path, name):
 def copy_project(src, dst):
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build", "dist", "__pycache__"))
     return str(dst)
+
+
+# The backend's build folder inside a project (build_meta.build_dir)
+BUILD = os.path.join("build", f"cp{sys.version_info[0]}{sys.version_info[1]}-linux_x86_64")
+
+
+def edited_copy(project, dst, rel, old, new_text):
+    """A copy of `project` at `dst` with `old` replaced in its file `rel`."""
+    dst = copy_project(project, dst)
+    path = os.path.join(dst, rel)
+    with open(path) as f:
+        text = f.read()
+    assert old in text, f"{old!r} not in {path}"
+    with open(path, "w") as f:
+        f.write(text.replace(old, new_text))
+    return dst
+
+
+def new_wheel(tmp, name, pythonpath, *config, python=sys.executable):
+    """`new` into tmp, then its wheel into tmp/dist: (project, wheel, pip's output)."""
+    new(tmp, name, pythonpath, python=python)
+    project = os.path.join(str(tmp), name)
+    wheel, proc = pip_wheel(project, os.path.join(str(tmp), "dist"), pythonpath, *config, python=python)
+    return project, wheel, proc.stdout + proc.stderr

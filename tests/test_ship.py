@@ -43,10 +43,7 @@ def made(tmp_path_factory):
     """(tmp, PYTHONPATH, the project, its wheel, pip's output)."""
     tmp = tmp_path_factory.mktemp("ship")
     path = ship.this_checkout(tmp)
-    ship.new(tmp, NAME, path)
-    project = str(tmp / NAME)
-    wheel, proc = ship.pip_wheel(project, str(tmp / "dist"), path, f"CXX={ship.FAKE_CXX}")
-    return tmp, path, project, wheel, proc.stdout + proc.stderr
+    return (tmp, path) + ship.new_wheel(tmp, NAME, path, f"CXX={ship.FAKE_CXX}")
 
 
 def test_the_wheel_holds_the_package_and_its_library_only(made):
@@ -58,8 +55,7 @@ def test_the_wheel_holds_the_package_and_its_library_only(made):
                                               f"{info}/WHEEL", f"{info}/RECORD"])
     with open(os.path.join(made[2], NAME, "__init__.py"), "rb") as f:
         assert ship.wheel_read(wheel, f"{NAME}/__init__.py") == f.read()
-    built = os.path.join(made[2], "build", f"cp{sys.version_info[0]}{sys.version_info[1]}-linux_x86_64")
-    with open(os.path.join(built, NAME, "_C.so"), "rb") as f:
+    with open(os.path.join(made[2], ship.BUILD, NAME, "_C.so"), "rb") as f:
         assert ship.wheel_read(wheel, f"{NAME}/_C.so") == f.read()
     record = ship.wheel_read(wheel, f"{info}/RECORD").decode().splitlines()
     assert sorted(line.split(",")[0] for line in record) == ship.wheel_names(wheel)
@@ -101,11 +97,24 @@ def test_two_copies_of_the_project_give_the_same_wheel_bytes(made):
         assert a.read() == b.read()  # fixed timestamps, order and modes too
 
 
+def test_config_settings_reach_scons_and_python_0_is_a_py3_none_wheel(made):
+    tmp, path, project = made[0], made[1], made[2]
+    other = ship.copy_project(project, tmp / "no-python" / NAME)
+    wheel, _ = ship.pip_wheel(other, str(tmp / "dist-nopy"), path, f"CXX={ship.FAKE_CXX}", "PYTHON=0", "PCH=0",
+                              "-j=1")
+    # no Python bindings: the library depends on no Python ABI, only on torch's minor (the pin)
+    assert os.path.basename(wheel) == f"{NAME}-0.1.0-py3-none-linux_x86_64.whl"
+    assert "Tag: py3-none-linux_x86_64" in ship.wheel_read(wheel, f"{NAME}-0.1.0.dist-info/WHEEL").decode()
+    with open(os.path.join(other, ship.BUILD, "build.log")) as f:
+        log = f.read()
+    assert ".gch" not in log and "bindings_" not in log and "-ltorch_python" not in log
+    assert compiled(log)
+
+
 def test_a_second_wheel_of_the_unchanged_project_compiles_nothing(made):
     tmp, path, project, wheel, _ = made
     again, _ = ship.pip_wheel(project, str(tmp / "dist-again"), path, f"CXX={ship.FAKE_CXX}")
-    with open(os.path.join(project, "build", f"cp{sys.version_info[0]}{sys.version_info[1]}-linux_x86_64",
-                           "build.log")) as f:
+    with open(os.path.join(project, ship.BUILD, "build.log")) as f:
         assert compiled(f.read()) == []
     with open(wheel, "rb") as a, open(again, "rb") as b:
         assert a.read() == b.read()
@@ -142,11 +151,8 @@ def test_new_refuses_an_existing_folder_or_a_bad_name_writing_nothing(made):
 
 def test_a_build_environment_with_another_torch_is_one_line(made):
     tmp, path, project = made[0], made[1], made[2]
-    other = ship.copy_project(project, tmp / "wrong-pin" / NAME)
-    with open(os.path.join(other, "pyproject.toml")) as f:
-        text = f.read()
-    with open(os.path.join(other, "pyproject.toml"), "w") as f:
-        f.write(text.replace(f'"torch=={MAJOR}.{MINOR}.*"', f'"torch=={MAJOR}.{MINOR + 1}.*"'))
+    other = ship.edited_copy(project, tmp / "wrong-pin" / NAME, "pyproject.toml", f'"torch=={MAJOR}.{MINOR}.*"',
+                             f'"torch=={MAJOR}.{MINOR + 1}.*"')
     wheel, proc = ship.pip_wheel(other, str(tmp / "dist-wrong"), path, f"CXX={ship.FAKE_CXX}", check=False)
     assert wheel is None and proc.returncode != 0
     lines = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if "autograd_scons: error" in line]
@@ -154,8 +160,19 @@ def test_a_build_environment_with_another_torch_is_one_line(made):
                      f"build-system.requires pin torch=={MAJOR}.{MINOR + 1}.*: install torch=={MAJOR}.{MINOR + 1}.* "
                      f"there, or change the pin in pyproject.toml to torch=={MAJOR}.{MINOR}.*"]
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert not os.path.exists(os.path.join(other, "build", f"cp{sys.version_info[0]}{sys.version_info[1]}-"
-                                           "linux_x86_64", NAME))  # nothing built
+    assert not os.path.exists(os.path.join(other, ship.BUILD, NAME))  # nothing built
+
+
+def test_a_failed_wheel_build_is_the_first_error_and_the_log_without_a_traceback(made):
+    tmp, path, project = made[0], made[1], made[2]
+    other = ship.edited_copy(project, tmp / "broken" / NAME, "derivatives.yaml", "self: grad", "selfie: grad")
+    wheel, proc = ship.pip_wheel(other, str(tmp / "dist-broken"), path, f"CXX={ship.FAKE_CXX}", check=False)
+    out = proc.stdout + proc.stderr
+    assert wheel is None and proc.returncode != 0
+    [line] = [x.strip() for x in out.splitlines() if x.strip().startswith("autograd_scons: build failed: ")]
+    assert "derivatives.yaml" in line and "selfie" in line, line
+    assert f"full log: {os.path.join(other, ship.BUILD, 'build.log')}" in out
+    assert "Traceback" not in out
 
 
 @pytest.fixture(scope="module")
@@ -168,13 +185,13 @@ def editable(made):
     py = str(tmp / "venv" / "bin" / "python")
     ship.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--no-index",
               "-C", f"CXX={ship.FAKE_CXX}", "-e", project], tmp, ship.environ(path))
-    build = os.path.join(project, "build", f"cp{sys.version_info[0]}{sys.version_info[1]}-linux_x86_64")
+    build = os.path.join(project, ship.BUILD)
     return py, project, build, ship.environ(path)
 
 
 # The stand-in library cannot be loaded: find_spec is the import up to
 # running the package's __init__ (where the rebuild happens).
-FIND = f"import importlib.util, sys; s = importlib.util.find_spec({NAME!r}); print(s.origin, s.submodule_search_locations)"
+FIND = f"import importlib.util; s = importlib.util.find_spec({NAME!r}); print(s.origin, s.submodule_search_locations)"
 
 
 def _log(build):
@@ -202,7 +219,7 @@ def test_an_edited_formula_is_rebuilt_on_the_next_import(editable):
     log = _log(build)
     # the edited Function's TUs only (not the hand-written kernel), then the link
     assert compiled(log) and "kernels.os" not in compiled(log), log
-    assert f"-o build/cp{sys.version_info[0]}{sys.version_info[1]}-linux_x86_64/{NAME}/_C.so " in log
+    assert f"-o {ship.BUILD}/{NAME}/_C.so " in log
     log_stat = os.stat(os.path.join(build, "build.log")).st_mtime_ns
     ship.run([py, "-c", FIND], "/", env)  # and then nothing again
     assert os.stat(os.path.join(build, "build.log")).st_mtime_ns == log_stat

@@ -24,10 +24,7 @@ NAME = "first_ops"
 def installed(tmp_path_factory):
     """(venv python, the project, the wheel, a folder far from both)."""
     tmp = tmp_path_factory.mktemp("ship-compile")
-    path = ship.this_checkout(tmp)
-    ship.new(tmp, NAME, path)
-    project = str(tmp / NAME)
-    wheel, _ = ship.pip_wheel(project, str(tmp / "dist"), path)
+    project, wheel, _ = ship.new_wheel(tmp, NAME, ship.this_checkout(tmp))
     venv = tmp / "venv"
     ship.run([sys.executable, "-m", "venv", venv], tmp, ship.environ(""))
     py = str(venv / "bin" / "python")
