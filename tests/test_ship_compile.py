@@ -73,3 +73,53 @@ def test_no_build_folder_path_is_in_the_library(installed):
     assert os.path.dirname(project).encode() not in strings
     assert b"/tmp" not in strings and b"pytest-of" not in strings
     assert b"$ORIGIN/../torch/lib" in strings  # torch's libraries found beside the package, not where it was built
+
+
+@pytest.fixture(scope="module")
+def editable(installed, tmp_path_factory):
+    """(venv python, project, env): the same project installed editable into
+    a venv that sees this checkout's tooling (PYTHONPATH) and the system's
+    torch; the wheel's build folder is reused, so nothing compiles here."""
+    _, project, _, far = installed
+    tmp = tmp_path_factory.mktemp("ship-editable")
+    path = ship.this_checkout(tmp)
+    ship.run([sys.executable, "-m", "venv", "--system-site-packages", tmp / "venv"], tmp, ship.environ(path))
+    py = str(tmp / "venv" / "bin" / "python")
+    proc = ship.run([py, "-m", "pip", "install", "-v", "--no-build-isolation", "--no-deps", "--no-index", "-e",
+                     project], tmp, ship.environ(path))
+    assert " -c " not in proc.stdout  # the wheel's objects: no compile
+    return py, project, ship.environ(path)
+
+
+GRADCHECK = (f"import torch, {NAME}\n"
+             "x = torch.randn(3, dtype=torch.double, requires_grad=True)\n"
+             f"print(torch.autograd.gradcheck(lambda t: {NAME}.ops.scaled_square(t, 0.5), (x,), raise_exception=False))")
+
+
+def test_the_editable_import_picks_up_a_formula_edit_and_reports_a_compiler_error(editable, installed):
+    py, project, env = editable
+    far = installed[3]
+    assert ship.run([py, "-c", GRADCHECK], far, env).stdout.split()[-1:] == ["True"]
+    derivatives, kernels = os.path.join(project, "derivatives.yaml"), os.path.join(project, "csrc", "kernels.cpp")
+    with open(derivatives) as f:
+        good_formula = f.read()
+    with open(kernels) as f:
+        good_kernel = f.read()
+    try:
+        with open(derivatives, "w") as f:  # a wrong gradient: picked up by the next import
+            f.write(good_formula.replace("grad * self * alpha * 2", "grad * self * alpha * 3"))
+        assert ship.run([py, "-c", GRADCHECK], far, env).stdout.split()[-1:] == ["False"]
+        with open(kernels, "w") as f:
+            f.write(good_kernel.replace("o[i] = a * in[i] * in[i];", "o[i] = a * in[i] * undeclared;"))
+        proc = ship.run([py, "-c", GRADCHECK], far, env, check=False)
+        assert proc.returncode != 0
+        [line] = [x for x in proc.stderr.splitlines() if x.startswith("ImportError: ")]
+        assert line.startswith(f"ImportError: editable {NAME}: build failed: csrc/kernels.cpp:") and \
+            "error:" in line and "undeclared" in line, proc.stderr[-2000:]
+        assert f"full log: {os.path.join(project, ship.BUILD, 'build.log')}" in proc.stderr
+    finally:
+        with open(derivatives, "w") as f:
+            f.write(good_formula)
+        with open(kernels, "w") as f:
+            f.write(good_kernel)
+    assert ship.run([py, "-c", GRADCHECK], far, env).stdout.split()[-1:] == ["True"]
