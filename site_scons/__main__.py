@@ -56,7 +56,9 @@ def template_files(cuda):
             for n in sorted(names):
                 if not n.endswith(".pyc"):
                     path = os.path.join(folder, n)
-                    files.append((path, os.path.relpath(path, root).replace(PLACEHOLDER, "{name}")))
+                    rel = os.path.relpath(path, root).replace(PLACEHOLDER, "{name}")
+                    # (a dot file would not be package data: setup.py's globs skip them)
+                    files.append((path, ".gitignore" if rel == "gitignore" else rel))
     return files
 
 

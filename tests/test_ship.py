@@ -137,6 +137,28 @@ def test_a_wheel_built_from_the_sdist_has_the_same_files(made):
         assert a.read() == b.read()  # built in pip's temporary folder: same library bytes, same archive
 
 
+def _files(root):
+    return sorted(os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names)
+
+
+def test_new_writes_the_project_and_with_cuda_its_kernel(made):
+    tmp, path = made[0], made[1]
+    os.makedirs(tmp / "listing")
+    ship.new(tmp / "listing", "cpu_ops", path)
+    ship.new(tmp / "listing", "gpu_ops", path, "--cuda")
+    common = [".gitignore", "README.md", "SConstruct", "csrc/kernels.cpp", "derivatives.yaml",
+              "native_functions.yaml", "pyproject.toml"]
+    assert _files(tmp / "listing" / "cpu_ops") == sorted(common + ["cpu_ops/__init__.py", "tests/test_cpu_ops.py"])
+    assert _files(tmp / "listing" / "gpu_ops") == sorted(common + ["gpu_ops/__init__.py", "tests/test_gpu_ops.py",
+                                                                   "csrc/kernels_cuda.cu", "tests/test_gpu_ops_cuda.py"])
+    with open(tmp / "listing" / "cpu_ops" / "native_functions.yaml") as f:
+        cpu = f.read()
+    with open(tmp / "listing" / "gpu_ops" / "native_functions.yaml") as f:
+        gpu = f.read()
+    assert "CUDA:" not in cpu and "    CUDA: scaled_square_cuda\n" in gpu and "--cuda" not in gpu
+    assert "extname" not in cpu + gpu and "- func: gpu_ops::scaled_square(Tensor self, Scalar alpha)" in gpu
+
+
 def test_new_refuses_an_existing_folder_or_a_bad_name_writing_nothing(made):
     tmp, path = made[0], made[1]
     before = sorted(os.listdir(tmp))
