@@ -87,11 +87,14 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
                                       derivatives=derivatives, namespace=f"{package}::autograd",
                                       includes=list(includes), unity=env["UNITY"], pch=env["AUTOGRAD_EXAMPLE_PCH"],
                                       python=env["PYTHON"], pch_sources=own)  # returned among the TUs
-    cuda = env.CudaObjects(in_build(cuda_sources))
+    cuda_in_build = in_build(cuda_sources)
+    cuda = env.CudaObjects(cuda_in_build)
     library = env.SharedLibrary(os.path.join(build, package, LIBRARY_STEM), functions + cuda,
                                 SHLIBPREFIX="", SHLIBSUFFIX=".so")
     if not S.GetOption("help"):
-        _record_inputs(env, library, [native_functions, derivatives])
+        # the sources by their own paths: under the variant dir (duplicate=False)
+        # record_inputs would see names that are not on disk
+        _record_inputs(env, library, [native_functions, derivatives] + [n.srcnode() for n in own + cuda_in_build])
     facts = env["AUTOGRAD_TORCH"]
     _write_if_changed(os.path.join(build, WHEEL_JSON), {
         "package": package, "library": f"{package}/{LIBRARY_STEM}.so", "python": bool(env["PYTHON"]),
@@ -102,13 +105,13 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
     return library
 
 
-def _record_inputs(env, library, specs):
+def _record_inputs(env, library, files):
     """What the editable install's up-to-date check stats (load()'s
-    build_run): the library's inputs, the specs and SConstruct read while
-    reading it, and the generator's and this package's modules."""
+    scons_run): the library's inputs, `files` and the SConstruct, and the
+    generator's and this package's modules."""
     from . import scons_run
     helpers = os.path.dirname(TOOLPATH)
-    extra = [env.File(p).srcnode().abspath for p in specs] + [env.File("#SConstruct").abspath]
+    extra = [env.File(p).srcnode().abspath for p in files] + [env.File("#SConstruct").abspath]
     scons_run.record_inputs(library, os.path.join(env["BUILD"], scons_run.INPUTS), extra=extra,
                             code_roots=[helpers, os.path.join(os.path.dirname(helpers), "codegen")])
 

@@ -248,6 +248,17 @@ def test_an_edited_formula_is_rebuilt_on_the_next_import(editable):
     assert os.stat(os.path.join(build, "build.log")).st_mtime_ns == log_stat
 
 
+def test_an_edited_kernel_source_is_rebuilt_on_the_next_import(editable):
+    py, project, build, env = editable
+    path = os.path.join(project, "csrc", "kernels.cpp")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace("o[i] = a * in[i] * in[i];", "o[i] = in[i] * in[i] * a;"))
+    ship.run([py, "-c", FIND], "/", env)
+    assert compiled(_log(build)) == ["kernels.os"]
+
+
 def test_a_failed_editable_rebuild_is_an_import_error_with_the_first_error(editable):
     py, project, build, env = editable
     path = os.path.join(project, "derivatives.yaml")

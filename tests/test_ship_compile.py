@@ -72,6 +72,8 @@ def test_no_build_folder_path_is_in_the_library(installed):
     strings = subprocess.run(["strings", "-n", "6"], input=library, capture_output=True, check=True).stdout
     assert os.path.dirname(project).encode() not in strings
     assert b"/tmp" not in strings and b"pytest-of" not in strings
+    import torch  # nor the build environment's torch (pip's isolated one is a temporary folder)
+    assert os.path.dirname(torch.__file__).encode() not in strings
     assert b"$ORIGIN/../torch/lib" in strings  # torch's libraries found beside the package, not where it was built
 
 
