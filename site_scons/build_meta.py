@@ -74,8 +74,8 @@ def check_torch(data, cache_dir):
     from . import torch_flags
     wanted = _build_pin(data)
     if importlib.util.find_spec("torch") is None:
-        how = (f"`pip install '{wanted and 'torch' + wanted}'` and build with --no-build-isolation"
-               if wanted else "add torch==X.Y.* to build-system.requires in pyproject.toml (isolated builds), "
+        how = (f"`pip install 'torch{wanted}'` and build with --no-build-isolation"
+               if wanted is not None else "add torch==X.Y.* to build-system.requires in pyproject.toml (isolated builds), "
                "or install torch and build with --no-build-isolation")
         raise BuildError(f"no torch in the build environment ({sys.executable}): {how}")
     version = torch_flags.torch_facts(os.path.join(cache_dir, ".torch.json"))["version"]
@@ -132,8 +132,9 @@ def scons_args(config_settings):
 def run_scons(project, build, args, log_path, lock=None, quiet=False, label="autograd_scons"):
     """Run the project's SConstruct; its output goes to `log_path` (and,
     unless `quiet`, stdout).  Raises BuildError with the first compiler
-    error on failure.  `lock`: the build_lock.BuildLock held, told the
-    build's process group.  Any build makes the editable stamp stale."""
+    error on failure.  `lock`: the folder_lock.BuildLock held; a quiet build
+    (an editable import's) runs in a process group of its own, which the
+    lock records.  Any build makes the editable stamp stale."""
     from .folder_lock import MARKER_VARIABLE
     from . import scons_run
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
@@ -147,8 +148,8 @@ def run_scons(project, build, args, log_path, lock=None, quiet=False, label="aut
     cmd = [sys.executable, SCONS_DRIVER, "-Q", f"BUILD={build}", *args]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", env=env, start_new_session=lock is not None)
-        if lock is not None:
+                                errors="replace", env=env, start_new_session=quiet and lock is not None)
+        if quiet and lock is not None:  # (an import's build: a group of its own, reaped if we die)
             lock.set_group(proc.pid)
         for line in proc.stdout:
             log.write(line)
@@ -167,8 +168,10 @@ def build_library(project=".", config_settings=None):
     data = project_config(project)
     build = build_dir(config_settings)
     version = check_torch(data, os.path.join(project, build))
-    log = os.path.join(os.path.abspath(project), build, "build.log")  # named in a failure: absolute
-    run_scons(project, build, scons_args(config_settings), log)
+    from .folder_lock import BuildLock
+    folder = os.path.join(os.path.abspath(project), build)  # named in a failure: absolute
+    with BuildLock(folder, label="autograd_scons") as lock:  # the lock an editable import's rebuild takes
+        run_scons(project, build, scons_args(config_settings), os.path.join(folder, "build.log"), lock=lock)
     with open(os.path.join(project, build, WHEEL_JSON)) as f:
         info = json.load(f)
     if torch_minor(info["torch"]) != torch_minor(version):  # never a silently mismatched wheel
@@ -241,7 +244,7 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
                   editable.wheel_files(os.path.abspath("."), info["package"], build, scons_args(config_settings)))
 
 
-def _prepare_metadata(metadata_directory, config_settings):
+def _prepare_metadata(metadata_directory, config_settings=None):
     data = project_config(".")
     version = check_torch(data, build_dir(config_settings))
     folder = f"{_dist(data)}.dist-info"

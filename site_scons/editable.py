@@ -56,6 +56,7 @@ def rebuild(project, build, args, label):
             if scons_run.up_to_date(stamp, key):  # built meanwhile by whoever held the lock
                 return False
             scons_run.clear_stamp(stamp)
+            print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, scons_run.LOG)})", file=sys.stderr)
             run_scons(project, build, args, os.path.join(folder, scons_run.LOG), lock=lock, quiet=True, label=label)
             scons_run.write_stamp(stamp, key, os.path.join(folder, scons_run.INPUTS))
     except (BuildError, OSError, TimeoutError) as e:
