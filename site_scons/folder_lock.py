@@ -12,8 +12,9 @@ a killed build never blocks the next one.  The file holds one line naming
 the holder (`pid=<pid> group=<process group of its build>`), for the
 waiter's message and the timeout error; the holder empties it on release,
 so a non-empty line found by the next holder means the last one died while
-building: its build's processes (compilers it left orphaned) are killed
-before anything is rebuilt, so no stale compile can overwrite a new object.
+building: its build's processes (compilers it left orphaned: that process
+group's members running in the folder) are killed before anything is
+rebuilt, so no stale compile can overwrite a new object.
 
 While another process holds the lock, `say` (default: stderr) gets one line
 naming it, then the wait polls until `timeout` seconds (None: the variable
@@ -34,10 +35,6 @@ from typing import Callable, Optional
 
 LOCK_NAME = ".folder_lock"
 TIMEOUT_VARIABLE = "AUTOGRAD_BUILD_TIMEOUT"
-# Set in the environment of every process of a build: names the lock, so
-# that only that build's leftovers are ever killed (process groups are ids
-# the kernel may reuse once they are gone).
-MARKER_VARIABLE = "AUTOGRAD_BUILD_LOCK"
 _POLL_S = 0.05
 
 
@@ -88,7 +85,7 @@ class BuildLock:
             self._acquire(fd)
             left = self._record(fd)
             if left:
-                _reap(left.get("group"), self.path)
+                _reap(left.get("group"), self.folder)
             self._write(fd, f"pid={os.getpid()}")
         except BaseException:
             os.close(fd)
@@ -147,8 +144,10 @@ class BuildLock:
                 self.fd = None
 
 
-def _members(group: int, marker: str) -> list[int]:
-    """Live processes of `group` that carry `marker` in their environment."""
+def _members(group: int, folder: str) -> list[int]:
+    """Live processes of `group` running in `folder` (SCons runs its commands
+    in its top folder): only a dead build's own leftovers, even if the
+    kernel has since reused the group's id."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -158,23 +157,22 @@ def _members(group: int, marker: str) -> list[int]:
                 stat = f.read()
             if int(stat[stat.rindex(")") + 2:].split()[2]) != group:
                 continue
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if marker.encode() in f.read().split(b"\0"):
-                    found.append(int(entry))
+            if os.path.realpath(os.readlink(f"/proc/{entry}/cwd")) == folder:
+                found.append(int(entry))
         except (OSError, ValueError, IndexError):
             continue
     return found
 
 
-def _reap(group: Optional[int], lock_path: str, patience_s: float = 10.0) -> None:
+def _reap(group: Optional[int], folder: str, patience_s: float = 10.0) -> None:
     """Kill what a dead holder's build left running (compilers still writing
     objects), and wait until it is gone."""
     if not group or not os.path.isdir("/proc"):
         return
-    marker = f"{MARKER_VARIABLE}={lock_path}"
+    folder = os.path.realpath(folder)
     deadline = time.monotonic() + patience_s
     while time.monotonic() < deadline:
-        pids = _members(group, marker)
+        pids = _members(group, folder)
         if not pids:
             return
         for pid in pids:

@@ -74,19 +74,18 @@ def first_error(text: str) -> str:
     return lines[-1].strip() if lines else "SCons exited with an error and printed nothing"
 
 
-def _cgroup_cpus() -> Optional[int]:
+def _cgroup_cpus(root: str = "/sys/fs/cgroup") -> Optional[int]:
     """CPUs allowed by a cgroup quota (v2 cpu.max, else v1), or None."""
     import math
-    for path, parse in (("/sys/fs/cgroup/cpu.max", lambda t: t.split()[:2]),
-                        ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", None)):
+
+    def read(rel):
+        with open(os.path.join(root, rel)) as f:
+            return f.read().split()
+
+    for quota_of in (lambda: read("cpu.max")[:2],
+                     lambda: read("cpu/cpu.cfs_quota_us")[:1] + read("cpu/cpu.cfs_period_us")[:1]):
         try:
-            with open(path) as f:
-                text = f.read()
-            if parse:
-                quota, period = parse(text)
-            else:
-                with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as f:
-                    quota, period = text.strip(), f.read().strip()
+            quota, period = quota_of()
             if quota in ("max", "-1"):
                 return None
             return max(1, math.ceil(int(quota) / int(period)))
@@ -125,19 +124,30 @@ def _stat(path: str) -> list:
 
 def up_to_date(stamp_path: str, key) -> bool:
     """The stamp exists, holds `key`, and every input it lists still has
-    its stat or, where the stat moved, its digest."""
+    its stat or, where the stat moved, its digest.  Files whose stat moved
+    but not their bytes (a touch, a checkout) get their new stat recorded,
+    so the next check is stats alone again: call it holding the lock."""
     try:
         with open(stamp_path) as f:
             stamp = json.load(f)
         if stamp["key"] != json.loads(json.dumps(key)):
             return False
-        algorithm = stamp["algorithm"]
-        for path, mtime, size, digest in stamp["inputs"]:
-            if _stat(path) != [mtime, size] and _digest(path, algorithm) != digest:
-                return False
-        return True
+        algorithm, moved = stamp["algorithm"], False
+        for row in stamp["inputs"]:
+            path, mtime, size, digest = row
+            st = _stat(path)
+            if st != [mtime, size]:
+                if _digest(path, algorithm) != digest:
+                    return False
+                row[1:3], moved = st, True
     except (OSError, ValueError, KeyError, TypeError):
         return False
+    if moved:
+        try:
+            _write_json(stamp_path, stamp)
+        except OSError:
+            pass
+    return True
 
 
 def clear_stamp(stamp_path: str) -> None:
@@ -239,6 +249,7 @@ class _Progress:
         self.objects: Optional[int] = None
         self.result = BuildResult()
         self.compile_said = False
+        self.jobs = 1
 
     def line(self, line: str) -> None:
         if self.verbose:
@@ -263,17 +274,17 @@ class _Progress:
         m = _COMPILE.search(line)
         if m:
             if not self.result.compiled and not self.verbose:
-                for text in self.generated:
+                for text in self.generated[:-1]:
                     self.say(f"{self.label}: {text}")
-                total = f" of {self.objects}" if self.objects else ""
-                self.say(f"{self.label}: compiling{total} objects ({self.jobs} jobs)")
+                self.say(f"{self.label}: " + "; ".join(self.generated[-1:] + [f"compiling with {self.jobs} jobs"]))
             self.result.compiled.append(m.group(1) or m.group(2))
 
     def _compiled_line(self) -> None:
-        if self.result.compiled and not self.compile_said and not self.verbose:
+        objects = [o for o in self.result.compiled if o.endswith((".o", ".os", ".obj"))]
+        if objects and not self.compile_said and not self.verbose:
             self.compile_said = True
             total = f" of {self.objects}" if self.objects else ""
-            self.say(f"{self.label}: compiled {len(self.result.compiled)}{total} objects")
+            self.say(f"{self.label}: compiled {len(objects)}{total} objects")
 
     def end(self) -> None:
         self._compiled_line()
@@ -291,19 +302,16 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
     `site_dir`: the folder SCons puts on sys.path and searches for tools
     (default: this package's).  `lock`: the BuildLock held, told the build's
     process group.  Raises BuildError when SCons fails."""
-    try:
-        from .folder_lock import MARKER_VARIABLE
-    except ImportError:  # imported by its own name (site_scons/ on sys.path)
-        from folder_lock import MARKER_VARIABLE
     folder = os.path.abspath(folder)
     site_dir = site_dir or os.path.dirname(os.path.abspath(__file__))
     jobs = jobs or default_jobs()
     cmd = [sys.executable, "-c", "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())",
            "-f", os.path.abspath(sconstruct), f"--site-dir={site_dir}", f"-j{jobs}"]
     cmd += [f"{k}={v}" for k, v in (variables or {}).items()] + list(extra_args)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if lock is not None:
-        env[MARKER_VARIABLE] = lock.path
+    # The generator beside the helpers (codegen/ next to site_scons/ or to
+    # the installed autograd_scons), first: not another copy on sys.path.
+    path = [os.path.dirname(site_dir)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(path))
     log_path = os.path.join(folder, LOG)
     progress = _Progress(label, say, verbose)
     progress.jobs = jobs

@@ -1,0 +1,273 @@
+"""`load()` and `load_inline()`: build an extension's generated autograd
+Functions and its sources from Python, as torch.utils.cpp_extension.load
+does, and load it: `from autograd_scons import load, load_inline`.
+
+    ops = load("myops", native_functions="specs/native_functions.yaml",
+               derivatives="specs/derivatives.yaml", sources=["specs/csrc/kernels.cpp"],
+               extra_include_paths=["specs/include"], includes=["myops/backward_helpers.h"])
+    ops.bmul(a, b)                       # torch.ops.myops
+
+The build is the one `scons` runs: load_sconstruct.py, an SConstruct on the
+environment of extension_env.py, run by scons_run.run_scons in the build
+folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
+`/<name>/<python ABI>_torch<version>_<cpu|cuXY>_<compiler>/` (or
+`build_directory=`).  In that folder: gen/ (generated C++), src<k>/ and
+gen/'s objects, obj/<name>.so (SCons's link), `<name>.so` (the library
+loaded: a finished link renamed into place), build.log, the lock and the
+stamp.  One lock (folder_lock.BuildLock) is held across the up-to-date
+check, generation, compile, link and load; the stamp (scons_run.up_to_date)
+lets an unchanged load() in a fresh process skip SCons altogether.
+
+The compiler is $CXX (default g++), $AUTOGRAD_LAUNCHER goes before it,
+$AUTOGRAD_CACHEDIR (or cache_dir=) is an SCons CacheDir, MAX_JOBS bounds the
+jobs (default: the CPUs this process may use).  A torch.ops library cannot be
+loaded twice in one process: a second load() of a name returns the same
+namespace when nothing changed, else raises LoadError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import keyword
+import os
+import re
+import shlex
+import shutil
+
+from . import scons_run, torch_flags
+from .folder_lock import BuildLock
+
+SPEC = "load_spec.json"
+STAMP = ".up_to_date.json"
+_SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "load_sconstruct.py")
+_loaded: dict = {}  # name -> _Loaded, for this process
+
+
+class LoadError(RuntimeError):
+    """Bad arguments, or a library already loaded whose inputs changed (one line)."""
+
+
+class _Loaded:
+    def __init__(self, folder, library, key, digests, namespace):
+        self.folder, self.library, self.key = folder, library, key
+        self.digests, self.namespace = digests, namespace
+
+
+def _label(name) -> str:
+    return f"load({name})" if isinstance(name, str) else f"load({name!r})"
+
+
+def _check_name(name) -> None:
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise LoadError(f"load({name!r}): the name must be a Python identifier (it names the library "
+                        "and its build folder)")
+
+
+def _file(path, what: str, name: str) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise LoadError(f"{_label(name)}: {what} must be a path, not {type(path).__name__}")
+    full = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(full):
+        raise LoadError(f"{_label(name)}: {what} {os.fspath(path)}: no such file")
+    return full
+
+
+def _words(text, what: str, name: str) -> list:
+    if text is None:
+        return []
+    if isinstance(text, str):
+        text = [text]
+    if not all(isinstance(t, str) for t in text):
+        raise LoadError(f"{_label(name)}: {what} must be a list of strings")
+    return list(text)
+
+
+def _compiler() -> str:
+    return os.environ.get("CXX") or "g++"
+
+
+def folder_key() -> str:
+    """`<python ABI>_torch<version>_<cpu|cuXY|rocmXY>_<compiler>`: two torch
+    versions or builds, Pythons or compilers never share an object."""
+    import torch
+    version = torch.__version__.split("+")[0]
+    build = f"cu{torch.version.cuda.replace('.', '')}" if torch.version.cuda else \
+        f"rocm{torch.version.hip.split('-')[0]}" if getattr(torch.version, "hip", None) else "cpu"
+    words = shlex.split(_compiler()) or ["g++"]
+    found = shutil.which(words[0])
+    tag = hashlib.sha256(json.dumps([words, os.path.realpath(found) if found else None]).encode()).hexdigest()[:8]
+    program = re.sub(r"[^A-Za-z0-9+._-]", "_", os.path.basename(words[0]))
+    return f"{torch_flags.python_abi()}_torch{version}_{build}_{program}-{tag}"
+
+
+def build_folder(name: str, build_directory=None) -> str:
+    if build_directory is not None:
+        return os.path.abspath(os.fspath(build_directory))
+    root = os.environ.get("AUTOGRAD_EXTENSIONS_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "autograd_extensions")
+    return os.path.join(os.path.abspath(root), name, folder_key())
+
+
+def _op_namespace(native_functions: str, name: str) -> str:
+    with open(native_functions, encoding="utf-8", errors="replace") as f:
+        m = re.search(r"^\s*-?\s*func:\s*['\"]?(\w+)::", f.read(), re.M)
+    return m.group(1) if m else "aten"
+
+
+def _write_if_changed(path: str, text: str) -> None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _publish(linked: str, library: str) -> None:
+    """The finished link, renamed into place: a process loading `library`
+    sees the old file or the new one, never a half-written one."""
+    tmp = f"{library}.{os.getpid()}.tmp"
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    try:
+        os.link(linked, tmp)
+    except OSError:  # no hard links here
+        shutil.copy2(linked, tmp)
+    os.replace(tmp, library)
+
+
+def _build_and_load(name, spec, folder, verbose, timeout, cuda, cache_dir, inline=None):
+    label = _label(name)
+    variables = {"BUILD": ".", "CXX": _compiler(), "CUDA": {"auto": "auto", True: "1", False: "0"}[cuda],
+                 "PYTHON": "1" if spec.pop("python") else "0", "UNITY": str(spec.pop("unity")),
+                 "CACHEDIR": os.path.abspath(cache_dir) if cache_dir else ""}
+    jobs = scons_run.default_jobs()
+    import torch
+    key = {"spec": spec, "variables": variables, "jobs": jobs, "torch": torch_flags._stamp(os.path.dirname(torch.__file__)),
+           "inline": {k: hashlib.sha256(v.encode()).hexdigest() for k, v in (inline or {}).items()},
+           "env": {k: os.environ.get(k, "") for k in ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "PATH")}}
+    key = json.loads(json.dumps(key))
+    stamp = os.path.join(folder, STAMP)
+    library = os.path.join(folder, f"{name}.so")
+    before = _loaded.get(name)
+    if before is not None:
+        return _again(label, before, folder, key, stamp, timeout)
+    with BuildLock(folder, timeout=timeout, label=label) as lock:
+        for rel, text in (inline or {}).items():
+            os.makedirs(os.path.dirname(os.path.join(folder, rel)), exist_ok=True)
+            _write_if_changed(os.path.join(folder, rel), text)
+        _write_if_changed(os.path.join(folder, SPEC), json.dumps(dict(spec, name=name), indent=1, sort_keys=True))
+        if not (scons_run.up_to_date(stamp, key) and os.path.isfile(library)):
+            scons_run.clear_stamp(stamp)
+            launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
+            result = scons_run.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
+                                         verbose=verbose, label=label, lock=lock)
+            _publish(os.path.join(folder, "obj", f"{name}.so"), library)
+            scons_run.write_stamp(stamp, key, result.inputs_path)
+        digests = _digests(stamp)
+        torch.ops.load_library(library)
+    namespace = getattr(torch.ops, _op_namespace(spec["native_functions"], name))
+    _loaded[name] = _Loaded(folder, library, key, digests, namespace)
+    return namespace
+
+
+def _digests(stamp: str) -> list:
+    """(path, digest) of every input in a stamp (not the stats, which a
+    touch moves), or None."""
+    try:
+        with open(stamp) as f:
+            return [(row[0], row[3]) for row in json.load(f)["inputs"]]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _again(label, before, folder, key, stamp, timeout):
+    """A second load() of a name in this process: the same namespace if
+    nothing changed, else one error (the library cannot be loaded again)."""
+    same = False
+    if folder == before.folder and key == before.key:
+        with BuildLock(folder, timeout=timeout, label=label):
+            same = scons_run.up_to_date(stamp, key) and _digests(stamp) == before.digests
+    if same:
+        return before.namespace
+    what = "its build folder" if folder != before.folder else \
+        "its arguments" if key != before.key else "its inputs (sources, specs or headers)"
+    raise LoadError(f"{label}: {before.library} is already loaded in this process and {what} changed "
+                    "since; torch.ops cannot load a library twice under one name: start a new process "
+                    "to build and load the new one")
+
+
+def _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
+          extra_ldflags, extra_include_paths) -> dict:
+    """What load_sconstruct.py builds (load_spec.json), `files` checked."""
+    return dict(files, includes=_words(includes, "includes", name), namespace=namespace, python=bool(python),
+                kernels=bool(kernels), unity=unity, extra_cflags=_words(extra_cflags, "extra_cflags", name),
+                extra_cuda_cflags=_words(extra_cuda_cflags, "extra_cuda_cflags", name),
+                extra_ldflags=_words(extra_ldflags, "extra_ldflags", name),
+                include_paths=[os.path.abspath(p) for p in
+                               _words(extra_include_paths, "extra_include_paths", name)])
+
+
+def _check_cuda(name, cuda) -> None:
+    if cuda not in ("auto", True, False):
+        raise LoadError(f"{_label(name)}: cuda must be 'auto', True or False, not {cuda!r}")
+
+
+def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
+         python=True, kernels=True, unity="auto", extra_cflags=None, extra_cuda_cflags=None,
+         extra_ldflags=None, extra_include_paths=None, build_directory=None, verbose=False,
+         cuda="auto", timeout=None, cache_dir=None):
+    """Build (when needed) and load the extension `name`; return
+    `torch.ops.<its op namespace>`.  Raises LoadError (bad arguments),
+    scons_run.BuildError (a failed build: first error, log path),
+    folder_lock.LockTimeout, folder_lock.FolderError."""
+    _check_name(name)
+    _check_cuda(name, cuda)
+    files = {"native_functions": _file(native_functions, "native_functions", name),
+             "derivatives": _file(derivatives, "derivatives", name),
+             "tags": _file(tags, "tags", name) if tags is not None else None,
+             "sources": [_file(s, "source", name) for s in _words(sources, "sources", name)]}
+    spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
+                 extra_ldflags, extra_include_paths)
+    return _build_and_load(name, spec, build_folder(name, build_directory), verbose, timeout, cuda,
+                           cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"))
+
+
+def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), *, tags=None,
+                includes=(), namespace=None, python=True, kernels=True, unity="auto", extra_cflags=None,
+                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,
+                verbose=False, cuda="auto", timeout=None, cache_dir=None):
+    """load() of texts: the yaml and the sources (a string or a list of
+    strings each, joined into inline/main.cpp and inline/cuda.cu) are written
+    into the build folder's inline/ only when they changed, so an unchanged
+    call is a no-op."""
+    _check_name(name)
+    _check_cuda(name, cuda)
+    texts = {"native_functions.yaml": ("native_functions", native_functions),
+             "derivatives.yaml": ("derivatives", derivatives), "tags.yaml": ("tags", tags),
+             "main.cpp": ("cpp_sources", cpp_sources), "cuda.cu": ("cuda_sources", cuda_sources)}
+    inline = {}
+    for file, (argument, text) in texts.items():
+        several = argument.endswith("sources")
+        if text is not None and not isinstance(text, str):
+            if not several or not all(isinstance(t, str) for t in text):
+                raise LoadError(f"{_label(name)}: {argument} must be a string"
+                                + (" or a list of strings" if several else ""))
+            text = "\n".join(text)
+        if text is not None and (text.strip() or not several):
+            inline[f"inline/{file}"] = text
+    folder = build_folder(name, build_directory)
+    path = lambda file: os.path.join(folder, "inline", file) if f"inline/{file}" in inline else None  # noqa: E731
+    files = {"native_functions": path("native_functions.yaml"), "derivatives": path("derivatives.yaml"),
+             "tags": path("tags.yaml"), "sources": [p for p in (path("main.cpp"), path("cuda.cu")) if p]}
+    spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
+                 extra_ldflags, extra_include_paths)
+    return _build_and_load(name, spec, folder, verbose, timeout, cuda,
+                           cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"), inline=inline)

@@ -1,0 +1,55 @@
+# SConstruct of load() and load_inline() (site_scons/jit_load.py), run by
+# scons_run.run_scons as `scons -f <this file>` in the build folder: not a
+# module to import.  It reads the load() arguments from load_spec.json
+# there and builds through the environment `scons` uses (extension_env.py):
+# the same tool, layout, precompiled prelude, CacheDir, LAUNCHER and nvcc.
+# Outputs: gen/ (generated), src<k>/ (objects of the sources in each source
+# folder), obj/<name>.so (the link; jit_load renames a copy into place).
+import json
+import os
+import sys
+
+import extension_env
+import scons_run
+
+DefaultEnvironment(tools=[])
+
+with open("load_spec.json") as f:
+    spec = json.load(f)
+vars = Variables(None, ARGUMENTS)
+extension_env.add_variables(vars)
+env, facts = extension_env.environment(vars, cuda=lambda env: True)
+env.Append(CPPPATH=spec["include_paths"], CXXFLAGS=spec["extra_cflags"],
+           NVCCFLAGS=spec["extra_cuda_cflags"], LINKFLAGS=spec["extra_ldflags"],
+           CPPDEFINES=[("TORCH_EXTENSION_NAME", spec["name"])])
+
+_staged = {}  # source folder -> its variant folder here (objects land in the build folder)
+
+
+def staged(path):
+    folder = os.path.dirname(path)
+    if folder not in _staged:
+        _staged[folder] = f"src{len(_staged)}"
+        env.VariantDir(_staged[folder], folder, duplicate=False)
+    return env.File(os.path.join(_staged[folder], os.path.basename(path)))
+
+
+cpp = [staged(s) for s in spec["sources"] if not s.endswith(".cu")]
+cu = [staged(s) for s in spec["sources"] if s.endswith(".cu")]
+generated = env.AutogradFunctions(
+    "gen", native_functions=spec["native_functions"], derivatives=spec["derivatives"], tags=spec["tags"],
+    namespace=spec["namespace"], includes=spec["includes"], unity=env["UNITY"],
+    pch=env["AUTOGRAD_EXAMPLE_PCH"], python=env["PYTHON"], kernels=spec["kernels"], pch_sources=cpp)
+objects = generated + env.CudaObjects(cu)
+print(f"{scons_run.GENERATED_TAG}objects={len(objects)}", flush=True)
+tool = sys.modules[env.AutogradFunctions.method.__module__]
+if tool._reports and tool._reports[-1][1] is not None:
+    from codegen.report import report
+    print(f"{scons_run.GENERATED_TAG}generated gen/: {report(tool._reports[-1][1])}", flush=True)
+lib = env.SharedLibrary(os.path.join("obj", spec["name"]), objects, SHLIBPREFIX="")
+here = os.path.dirname(os.path.abspath(extension_env.__file__))
+scons_run.record_inputs(lib, scons_run.INPUTS,
+                        extra=["load_spec.json", os.path.join(here, "load_sconstruct.py")] + [p for p in (spec["native_functions"], spec["derivatives"],
+                                                                spec["tags"]) if p],
+                        code_roots=[here, os.path.join(os.path.dirname(here), "codegen")])
+Default(lib)

@@ -1,0 +1,77 @@
+"""Helpers for the tests of load()/load_inline() (not a test module).
+
+Every load() runs in a fresh Python process (`python -c` on RUNNER), as a
+notebook or a training script would, importing this worktree's
+site_scons/ as `autograd_scons` (not the installed copy).  The example's
+specs and sources are copied to a temporary folder so that tests can edit
+them.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from spec_facts import REPO
+
+FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'fakecxx.py')}"
+SPECS = os.path.join(REPO, "specs")
+
+RUNNER = f"""
+import importlib.util, json, os, sys
+site = os.path.join({REPO!r}, "site_scons")
+spec = importlib.util.spec_from_file_location("autograd_scons", os.path.join(site, "__init__.py"),
+                                              submodule_search_locations=[site])
+module = importlib.util.module_from_spec(spec)
+sys.modules["autograd_scons"] = module
+spec.loader.exec_module(module)
+import torch
+from autograd_scons import load, load_inline
+call = json.loads(sys.argv[1])
+fn = load_inline if call.pop("inline", False) else load
+try:
+    ops = fn(**call)
+except Exception as e:
+    print("ERROR " + type(e).__name__ + ": " + str(e), flush=True)
+    sys.exit(3)
+print("LOADED " + ops.__name__, flush=True)
+exec(sys.argv[2] if len(sys.argv) > 2 else "")
+"""
+
+
+def example(dst):
+    """A copy of the example extension's specs and sources; its load() arguments."""
+    shutil.copytree(SPECS, dst, ignore=shutil.ignore_patterns("python", "__pycache__"))
+    dst = str(dst)
+    return {"name": "myops", "native_functions": os.path.join(dst, "native_functions.yaml"),
+            "derivatives": os.path.join(dst, "derivatives.yaml"),
+            "sources": [os.path.join(dst, "csrc", "kernels.cpp"), os.path.join(dst, "csrc", "kernels_cuda.cu")],
+            "extra_include_paths": [os.path.join(dst, "include")], "includes": ["myops/backward_helpers.h"],
+            "namespace": "myops::autograd"}
+
+
+def environ(cxx=FAKE_CXX, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOGRAD_", "MAX_JOBS"))}
+    env["CXX"] = cxx
+    env.update({k: v for k, v in extra.items() if v is not None})
+    return env
+
+
+def command(call, then=""):
+    return [sys.executable, "-c", RUNNER, json.dumps(call), then]
+
+
+def run(call, env, then="", check=True, python=None, timeout=600):
+    cmd = command(call, then)
+    if python:
+        cmd[0] = python
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"load() exited {proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\n"
+                             f"stderr:\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def start(call, env, then=""):
+    return subprocess.Popen(command(call, then), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -1,0 +1,287 @@
+"""load() and load_inline() (site_scons/jit_load.py) with the stand-in
+compiler (tests/fakecxx.py): what each fresh process compiles, compared
+with what `scons` compiles for the same edit; the lock across processes
+(four at once, one builds; a killed builder never blocks or poisons the
+next); the errors.  The stand-in's libraries are real (empty) shared
+objects, so each process really loads the published library: what these
+tests cannot see is whether the ops work, which tests/test_load_compile.py
+checks with the real compiler."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from load_helpers import FAKE_CXX, command, environ, example, run, start
+from scons_helpers import clone, compiled, edit, scons
+from spec_facts import REPO
+
+sys.path.insert(0, os.path.join(REPO, "site_scons"))
+import folder_lock  # noqa: E402
+import scons_run  # noqa: E402
+
+sys.path.pop(0)
+
+FORMULA = ("self: grad * alpha", "self: alpha * grad")  # scale's backward, in derivatives.yaml
+HEADER = ("namespace myops {", "namespace myops {\n// an edit\n")  # include/myops/backward_helpers.h
+
+
+@pytest.fixture
+def ext(tmp_path):
+    """(load() arguments building in tmp/build, the environment)."""
+    call = example(tmp_path / "specs")
+    call.update(build_directory=str(tmp_path / "build"), verbose=True)
+    return call, environ()
+
+
+def library(call):
+    return os.path.join(call["build_directory"], "myops.so")
+
+
+def test_a_second_process_compiles_nothing_and_says_nothing(ext):
+    call, env = ext
+    first = run(call, env).stdout
+    assert sorted(compiled(first)) == ["bindings_0.os", "bucket_0.os", "kernels.os"]
+    log = os.path.join(call["build_directory"], "build.log")
+    before = os.stat(log).st_mtime_ns
+    quiet = run(dict(call, verbose=False), env).stdout
+    assert quiet.splitlines() == ["LOADED torch.ops.myops"]   # silent, and SCons not even started
+    assert os.stat(log).st_mtime_ns == before
+    header = os.path.join(call["extra_include_paths"][0], "myops", "backward_helpers.h")
+    os.utime(header)   # touched, bytes unchanged: still no SCons
+    assert run(dict(call, verbose=False), env).stdout.splitlines() == ["LOADED torch.ops.myops"]
+    assert os.stat(log).st_mtime_ns == before
+    flagged = run(dict(call, extra_cflags=["-DMY_FLAG"]), env).stdout   # a flag: everything recompiles
+    assert sorted(compiled(flagged)) == ["bindings_0.os", "bucket_0.os", "kernels.os"]
+
+
+def test_a_quiet_build_prints_one_line_per_stage(ext):
+    call, env = ext
+    lines = run(dict(call, verbose=False), env).stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[:-1]] == ["load(myops)"] * 3, lines
+    assert "generated gen/: 13 Functions + 16 op kernels: 29 regenerated" in lines[0] and "jobs" in lines[0]
+    assert lines[1] == "load(myops): compiled 3 of 3 objects"
+    assert lines[2] == "load(myops): linking obj/myops.so"
+
+
+def scons_compiles(tmp_path, change):
+    """What `scons` recompiles for `change(specs folder)` on the example."""
+    root = clone(tmp_path / "repo")
+    args = ("-j2", f"CXX={FAKE_CXX}")
+    scons(root, *args)
+    change(os.path.join(root, "specs"))
+    return sorted(compiled(scons(root, *args).stdout))
+
+
+@pytest.mark.parametrize("what", ["formula", "header"])
+def test_an_edit_recompiles_what_scons_would(ext, tmp_path, what):
+    call, env = ext
+    run(call, env)
+    old = open(library(call), "rb").read()
+
+    def change(specs):
+        if what == "formula":
+            edit(os.path.join(specs, "derivatives.yaml"), *FORMULA)
+        else:
+            edit(os.path.join(specs, "include", "myops", "backward_helpers.h"), *HEADER)
+
+    change(os.path.dirname(call["derivatives"]))
+    ours = sorted(compiled(run(call, env).stdout))
+    assert ours and ours == scons_compiles(tmp_path, change)
+    if what == "formula":  # (the stand-in's objects do not depend on headers: no relink for those)
+        assert open(library(call), "rb").read() != old   # relinked and published
+    assert compiled(run(call, env).stdout) == []
+
+
+def test_load_inline_from_strings(tmp_path):
+    specs = example(tmp_path / "specs")
+    texts = {k: open(specs[k]).read() for k in ("native_functions", "derivatives")}
+    kernels = open(specs["sources"][0]).read()
+    call = {"inline": True, "name": "myops", **texts, "cpp_sources": kernels,
+            "extra_include_paths": specs["extra_include_paths"], "includes": specs["includes"],
+            "build_directory": str(tmp_path / "build"), "verbose": True}
+    out = run(call, environ()).stdout
+    assert sorted(compiled(out)) == ["bindings_0.os", "bucket_0.os", "main.os"] and "LOADED torch.ops.myops" in out
+    written = os.path.join(tmp_path, "build", "inline", "derivatives.yaml")
+    mtime = os.stat(written).st_mtime_ns
+    assert compiled(run(call, environ()).stdout) == [] and os.stat(written).st_mtime_ns == mtime
+    call["derivatives"] = texts["derivatives"].replace(*FORMULA)   # an edit of the text: its Function recompiles
+    edited = compiled(run(call, environ()).stdout)
+    assert edited and "main.os" not in edited
+
+
+def test_four_processes_at_once_one_builds(ext):
+    call, env = ext
+    procs = [start(call, env) for _ in range(4)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [o[0][-2000:] + o[1][-2000:] for o in outs]
+    builders = [i for i, (out, _) in enumerate(outs) if compiled(out)]
+    assert len(builders) == 1, [o[0] for o in outs]
+    assert sorted(compiled(outs[builders[0]][0])) == ["bindings_0.os", "bucket_0.os", "kernels.os"]
+    assert all(out.strip().endswith("LOADED torch.ops.myops") for out, _ in outs)
+    # The others waited and said for whom (or came after the build and found it done).
+    for i, (_, err) in enumerate(outs):
+        waits = [line for line in err.splitlines() if "waiting for pid" in line]
+        assert len(waits) <= 1 and all(f"pid {procs[builders[0]].pid}," in w for w in waits), err
+
+
+def _stall(call, step):
+    marker = os.path.join(call["build_directory"], f"stalled-{step}")
+    os.makedirs(call["build_directory"], exist_ok=True)
+    with open(os.path.join(call["build_directory"], ".fakecxx_stall"), "w") as f:
+        f.write(f"{step}:{marker}")
+    return marker
+
+
+def _wait_for(path, proc, limit=120):
+    deadline = time.monotonic() + limit
+    while not os.path.exists(path):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _stalled_compilers(folder):
+    """fakecxx processes still stalled in `folder` (killed builds' leftovers)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            if b"fakecxx.py" in cmd and os.readlink(f"/proc/{pid}/cwd") == folder:
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("step", ["compile", "link"])
+def test_a_killed_builder_never_blocks_nor_poisons_the_next_load(ext, step):
+    call, env = ext
+    if step == "link":  # a library is loaded already; the edit's relink is killed
+        run(call, env)
+        edit(call["derivatives"], *FORMULA)
+    before = open(library(call), "rb").read() if step == "link" else None
+    marker = _stall(call, step)
+    builder = start(call, env)
+    _wait_for(marker, builder)
+    os.kill(builder.pid, signal.SIGKILL)
+    builder.communicate()
+    # Nothing half-written is in place: the old library, or none yet.
+    if before is None:
+        assert not os.path.exists(library(call))
+    else:
+        assert open(library(call), "rb").read() == before
+    os.unlink(os.path.join(call["build_directory"], ".fakecxx_stall"))
+    start_s = time.monotonic()
+    out = run(call, env).stdout
+    assert time.monotonic() - start_s < 60      # no stale lock to wait out
+    assert "waiting for pid" not in out and out.strip().endswith("LOADED torch.ops.myops")
+    assert not _stalled_compilers(call["build_directory"])   # the dead build's compiler was killed
+    published = open(library(call), "rb").read()
+    assert published == open(os.path.join(call["build_directory"], "obj", "myops.so"), "rb").read()
+    assert published != before and b"half-written" not in published
+    assert compiled(run(call, env).stdout) == []   # and it is consistent
+
+
+def test_the_timeout_names_the_folder_and_the_holder(ext):
+    call, env = ext
+    with folder_lock.BuildLock(call["build_directory"], label="test"):
+        proc = run(dict(call, timeout=0.5), env, check=False)
+        by_variable = run(call, dict(env, AUTOGRAD_BUILD_TIMEOUT="0.3"), check=False)
+    for p in (proc, by_variable):
+        assert p.returncode == 3
+        [line] = [x for x in p.stdout.splitlines() if x.startswith("ERROR")]
+        assert line.startswith(f"ERROR LockTimeout: {call['build_directory']}: still being built by pid "
+                               f"{os.getpid()} after waiting")
+        assert f"load(myops): waiting for pid {os.getpid()}, which is building" in p.stderr
+
+
+def error(call, env=None):
+    proc = run(call, env or environ(), check=False)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("ERROR")]
+    assert len(lines) == 1, proc.stdout
+    return lines[0]
+
+
+def test_bad_input_one_clear_error_each(ext, tmp_path):
+    call, env = ext
+    assert error(dict(call, name="my-ops")) == ("ERROR LoadError: load('my-ops'): the name must be a Python "
+                                                "identifier (it names the library and its build folder)")
+    missing = os.path.join(tmp_path, "specs", "csrc", "nope.cpp")
+    assert error(dict(call, sources=[missing])) == f"ERROR LoadError: load(myops): source {missing}: no such file"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    line = error(dict(call, build_directory=str(blocker / "build")))
+    assert line.startswith(f"ERROR FolderError: [Errno 20] load(myops): cannot write the build folder {blocker}/build")
+    assert not os.path.exists(call["build_directory"])
+    inline = {"inline": True, "name": "myops", "native_functions": 3, "derivatives": "",
+              "build_directory": call["build_directory"]}
+    assert error(inline) == "ERROR LoadError: load(myops): native_functions must be a string"
+
+
+def test_changed_inputs_in_the_same_process_are_refused(ext):
+    call, env = ext
+    then = (f"assert load(**call) is ops\n"   # unchanged: the same namespace
+            f"os.utime(call['derivatives'])\n"    # touched, not changed: still the same
+            f"assert load(**call) is ops\n"
+            f"open(call['derivatives'], 'a').write('\\n# edited\\n')\n"
+            f"try:\n    load(**call)\nexcept Exception as e:\n    print('AGAIN', type(e).__name__, e)\n")
+    out = run(call, env, then=then).stdout   # (RUNNER's `call`: these arguments)
+    [line] = [x for x in out.splitlines() if x.startswith("AGAIN")]
+    assert line == (f"AGAIN LoadError load(myops): {library(call)} is already loaded in this process and its "
+                    "inputs (sources, specs or headers) changed since; torch.ops cannot load a library twice "
+                    "under one name: start a new process to build and load the new one")
+
+
+def test_a_failed_compile_raises_its_first_error_and_the_log(ext, tmp_path):
+    call, env = ext
+    failing = tmp_path / "failcxx"
+    failing.write_text(f"#!/bin/sh\ncase \"$*\" in *kernels.cpp*) echo 'kernels.cpp:12:3: error: boom' >&2; "
+                       f"echo 'kernels.cpp:14:1: error: later' >&2; exit 1;; esac\nexec {FAKE_CXX} \"$@\"\n")
+    failing.chmod(0o755)
+    line = error(call, environ(cxx=str(failing)))
+    log = os.path.join(call["build_directory"], "build.log")
+    assert line == f"ERROR BuildError: load(myops): build failed: kernels.cpp:12:3: error: boom"
+    out = run(call, environ(cxx=str(failing)), check=False).stdout
+    assert f"  full log: {log}" in out and "kernels.cpp:14:1: error: later" in open(log).read()
+    assert not os.path.exists(library(call))
+
+
+def test_bad_yaml_raises_the_line_scons_prints(ext, tmp_path):
+    call, env = ext
+    edit(call["derivatives"], *FORMULA)
+    edit(call["derivatives"], "self: alpha * grad", "self: alpha * grad\n  nosuch: grad")
+    line = error(call)
+    root = clone(tmp_path / "repo")
+    edit(os.path.join(root, "specs", "derivatives.yaml"), *FORMULA)
+    edit(os.path.join(root, "specs", "derivatives.yaml"), "self: alpha * grad", "self: alpha * grad\n  nosuch: grad")
+    [theirs] = [x for x in scons(root, f"CXX={FAKE_CXX}", check=False).stderr.splitlines() if x.startswith("scons: ***")]
+    located = theirs[len("scons: *** "):].replace(os.path.join(root, "specs", "derivatives.yaml"),
+                                                  call["derivatives"])
+    assert line == f"ERROR BuildError: load(myops): build failed: {located}"
+
+
+def test_jobs_follow_max_jobs_then_affinity_then_the_cgroup_quota(monkeypatch, tmp_path):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
+    monkeypatch.setattr(scons_run, "_cgroup_cpus", lambda: None)
+    monkeypatch.setenv("MAX_JOBS", "3")
+    assert scons_run.default_jobs() == 3
+    monkeypatch.setenv("MAX_JOBS", "lots")   # not all digits: ignored, as cpp_extension does
+    assert scons_run.default_jobs() == 6
+    monkeypatch.setattr(scons_run, "_cgroup_cpus", lambda: 2)
+    assert scons_run.default_jobs() == 2
+
+
+@pytest.mark.parametrize("files, cpus", [({"cpu.max": "150000 100000\n"}, 2), ({"cpu.max": "max 100000\n"}, None),
+                                         ({"cpu/cpu.cfs_quota_us": "300000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 3),
+                                         ({}, None)])
+def test_the_cgroup_quota_is_read_from_v2_then_v1(tmp_path, files, cpus):
+    for rel, text in files.items():
+        os.makedirs(os.path.dirname(tmp_path / rel), exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert scons_run._cgroup_cpus(str(tmp_path)) == cpus

@@ -1,0 +1,75 @@
+"""load() with the real compiler: four fresh processes load the example
+(specs/) at once from an empty folder; one builds, and every one gets ops
+that gradcheck and match their compositions of built-in ops; a fifth
+process then compiles nothing.  And the cuda tier: under torch 2.14.1 (the
+second venv, tests/cuda_helpers.py) load() builds in another folder than
+under 2.13 and compiles the `.cu` kernels with nvcc."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cuda_helpers import cuda_venv
+from load_helpers import environ, example, run, start
+from scons_helpers import compiled
+from spec_facts import REPO
+
+# Run after load() in each process: the example's checks (tests/extension_checks.py).
+CHECKS = f"""
+sys.path.insert(0, {os.path.join(REPO, 'tests')!r})
+import extension_checks as checks
+names = list(checks.case_functions())
+for name in names:
+    checks.check_gradcheck(ops, name)
+    checks.check_matches_builtin(ops, name)
+print("CHECKED", len(names))
+"""
+
+
+def real_compiler():
+    env = environ(cxx=os.environ.get("CXX") or "g++")
+    env["MAX_JOBS"] = "2"
+    return env
+
+
+@pytest.mark.compile
+def test_four_fresh_processes_load_the_example_and_gradcheck(tmp_path):
+    call = dict(example(tmp_path / "specs"), build_directory=str(tmp_path / "build"), verbose=True)
+    env = real_compiler()
+    procs = [start(call, env, CHECKS) for _ in range(4)]
+    outs = [p.communicate(timeout=1800) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [o[0][-3000:] + o[1][-3000:] for o in outs]
+    assert sum(1 for out, _ in outs if compiled(out)) == 1
+    n = len(__import__("extension_checks").case_functions())
+    assert all(f"CHECKED {n}" in out for out, _ in outs)
+    again = run(call, env, CHECKS).stdout
+    assert compiled(again) == [] and f"CHECKED {n}" in again
+
+
+FOLDER_KEY = ("import importlib.util, os, sys; site = os.path.join(sys.argv[1], 'site_scons'); "
+              "spec = importlib.util.spec_from_file_location('autograd_scons', os.path.join(site, '__init__.py'), "
+              "submodule_search_locations=[site]); m = importlib.util.module_from_spec(spec); "
+              "sys.modules['autograd_scons'] = m; spec.loader.exec_module(m); "
+              "from autograd_scons import jit_load; print(jit_load.folder_key())")
+REGISTERED = ("print('CUDA', [op for op in ('row_sum', 'cube', 'soft_clip', 'bmul') if any("
+              "l.startswith('CUDA: registered') for l in torch._C._dispatch_dump('myops::' + op).splitlines())])")
+
+
+@pytest.mark.cuda
+@pytest.mark.compile
+def test_under_torch_2_14_load_uses_another_folder_and_builds_the_cu(tmp_path):
+    python, why = cuda_venv()
+    if why:
+        (pytest.fail if os.environ.get("AGF_CUDA_TIER_REQUIRED") else pytest.skip)(why)
+    keys = [subprocess.run([p, "-c", FOLDER_KEY, REPO], capture_output=True, text=True, check=True,
+                           env=environ(cxx="g++")).stdout.strip() for p in (sys.executable, python)]
+    assert keys[0] != keys[1] and "torch2.14.1_cu130_" in keys[1] and "_cpu_" in keys[0], keys
+    call = dict(example(tmp_path / "specs"), verbose=True)
+    env = dict(real_compiler(), AUTOGRAD_EXTENSIONS_DIR=str(tmp_path / "ext"), TORCH_CUDA_ARCH_LIST="8.0")
+    out = run(call, env, REGISTERED, python=python, timeout=1800).stdout
+    [nvcc] = [line for line in out.splitlines() if "nvcc" in line and "kernels_cuda.cu" in line]
+    assert "-gencode=arch=compute_80,code=sm_80" in nvcc
+    assert os.path.isfile(os.path.join(tmp_path, "ext", "myops", keys[1], "myops.so"))
+    assert out.strip().splitlines()[-1] == "CUDA ['row_sum', 'cube', 'soft_clip']"
