@@ -129,13 +129,14 @@ def scons_args(config_settings):
     return args
 
 
-def run_scons(project, build, args, log_path, lock=None, quiet=False, label="autograd_scons"):
+def run_scons(project, build, args, log_path, quiet=False, label="autograd_scons"):
     """Run the project's SConstruct; its output goes to `log_path` (and,
     unless `quiet`, stdout).  Raises BuildError with the first compiler
-    error on failure.  `lock`: the folder_lock.BuildLock held; a quiet build
-    (an editable import's) runs in a process group of its own, which the
-    lock records.  Any build makes the editable stamp stale."""
-    from .folder_lock import MARKER_VARIABLE
+    error on failure.  Called holding the build folder's
+    folder_lock.BuildLock.  Any build makes the editable stamp stale.
+    (Not scons_run.run_scons: that one runs SCons in the folder it locks,
+    and keeps its log there; here SCons runs in the project, and the log is
+    the build folder's.)"""
     from . import scons_run
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     try:
@@ -143,14 +144,10 @@ def run_scons(project, build, args, log_path, lock=None, quiet=False, label="aut
     except FileNotFoundError:
         pass
     env = dict(os.environ, **{BUILDING_ENV: "1"})
-    if lock is not None:
-        env[MARKER_VARIABLE] = lock.path
     cmd = [sys.executable, SCONS_DRIVER, "-Q", f"BUILD={build}", *args]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", env=env, start_new_session=quiet and lock is not None)
-        if quiet and lock is not None:  # (an import's build: a group of its own, reaped if we die)
-            lock.set_group(proc.pid)
+                                errors="replace", env=env)
         for line in proc.stdout:
             log.write(line)
             if not quiet:
@@ -170,8 +167,8 @@ def build_library(project=".", config_settings=None):
     version = check_torch(data, os.path.join(project, build))
     from .folder_lock import BuildLock
     folder = os.path.join(os.path.abspath(project), build)  # named in a failure: absolute
-    with BuildLock(folder, label="autograd_scons") as lock:  # the lock an editable import's rebuild takes
-        run_scons(project, build, scons_args(config_settings), os.path.join(folder, "build.log"), lock=lock)
+    with BuildLock(folder, label="autograd_scons"):  # the lock an editable import's rebuild takes
+        run_scons(project, build, scons_args(config_settings), os.path.join(folder, "build.log"))
     with open(os.path.join(project, build, WHEEL_JSON)) as f:
         info = json.load(f)
     if torch_minor(info["torch"]) != torch_minor(version):  # never a silently mismatched wheel

@@ -52,12 +52,12 @@ def rebuild(project, build, args, label):
     if scons_run.up_to_date(stamp, key):
         return False
     try:
-        with BuildLock(folder, label=label) as lock:
+        with BuildLock(folder, label=label):
             if scons_run.up_to_date(stamp, key):  # built meanwhile by whoever held the lock
                 return False
             scons_run.clear_stamp(stamp)
             print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, scons_run.LOG)})", file=sys.stderr)
-            run_scons(project, build, args, os.path.join(folder, scons_run.LOG), lock=lock, quiet=True, label=label)
+            run_scons(project, build, args, os.path.join(folder, scons_run.LOG), quiet=True, label=label)
             scons_run.write_stamp(stamp, key, os.path.join(folder, scons_run.INPUTS))
     except (BuildError, OSError, TimeoutError) as e:
         raise ImportError(str(e) if str(e).startswith(label) else f"{label}: {e}") from None
