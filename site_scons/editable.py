@@ -44,13 +44,13 @@ def rebuild(project, build, args, label):
     """Bring `<project>/<build>` up to date; ImportError when the build
     fails.  Returns True when SCons ran."""
     from . import scons_run
-    from .build_meta import BuildError, run_scons
-    from .folder_lock import BuildLock
     folder = os.path.join(project, build)
     stamp = os.path.join(folder, STAMP)
     key = stamp_key(args)
     if scons_run.up_to_date(stamp, key):
         return False
+    from .build_meta import BuildError, run_scons  # (only to build: ~20 ms of imports)
+    from .folder_lock import BuildLock
     try:
         with BuildLock(folder, label=label):
             if scons_run.up_to_date(stamp, key):  # built meanwhile by whoever held the lock
