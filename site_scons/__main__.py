@@ -98,7 +98,7 @@ def main(argv=None):
     p.add_argument("--cuda", action="store_true", help="with a CUDA kernel (built when torch is a CUDA build)")
     args = parser.parse_args(argv)
     dest = new(args.name, args.cuda)
-    print(f"{dest}: written; next: cd {dest} && pip install --no-build-isolation . && python -m pytest tests")
+    print(f"{dest}: written; next: cd {dest} && pip install --no-build-isolation . && pytest tests")
 
 
 if __name__ == "__main__":
