@@ -42,6 +42,12 @@ def _stamp(root):
     return [root] + [[f, os.stat(f).st_size, os.stat(f).st_mtime_ns] for f in files if os.path.exists(f)]
 
 
+def torch_stamp(root):
+    """torch's folder and the stat of its version file and core libraries:
+    what changes when torch is replaced (editable.py's up-to-date key)."""
+    return _stamp(root)
+
+
 def torch_facts(cache_path):
     """{'root', 'abi', 'version', 'cuda', 'cuda_arches', 'gpus'} of the
     installed torch, cached (a cache written by another query is asked again)."""

@@ -1,0 +1,272 @@
+"""PEP 517 / PEP 660 build backend for extension projects built by this
+tool (`build-backend = "autograd_scons.build_meta"`; docs/shipping.md).
+
+Each hook runs the project's own `SConstruct` (the same build as `scons`:
+extension.py) in a subprocess, in the build folder `build/<python tag>`
+inside the project, so that wheel, editable install and `scons` reuse each
+other's objects, and paths in the library stay relative (a wheel built from
+two copies of a project, or from its sdist, has the same library bytes).
+`--config-settings` (`-C`) pass SCons variables through
+(`-C TORCH_CUDA_ARCH_LIST=9.0 -C PCH=0`), and `-C -j=4` the job count.
+
+The wheel holds the package's Python files and its library, nothing else,
+requires the torch minor it was built against (`torch==X.Y.*`: the library
+links torch's C++ API, whose ABI changes between minors) and is tagged for
+the interpreter (`cp311-cp311-linux_x86_64`): the library links
+libtorch_python and Python's C API.  With `PYTHON=0` the library uses
+neither, so the tag is `py3-none-<platform>`.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+
+from . import wheel_files
+from .editable import BUILDING_ENV, STAMP as EDITABLE_STAMP
+
+BUILD_ROOT = "build"
+SCONS_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scons_main.py")
+
+
+class BuildError(Exception):
+    """A build that cannot go on: one line (`str()`), no traceback."""
+
+
+def _load_toml(path):
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def project_config(project="."):
+    """pyproject.toml's table, checked for what the backend needs."""
+    path = os.path.join(project, "pyproject.toml")
+    data = _load_toml(path)
+    meta = data.get("project") or {}
+    for key in ("name", "version"):
+        if not isinstance(meta.get(key), str):
+            raise BuildError(f"{path}: [project] needs a static `{key}` string")
+    return data
+
+
+def _build_pin(data):
+    """The `torch==X.Y.*` of build-system.requires, or None."""
+    for req in (data.get("build-system") or {}).get("requires") or []:
+        m = re.fullmatch(r"\s*torch\s*(\S.*)?", req)
+        if m:
+            return (m.group(1) or "").replace(" ", "")
+    return None
+
+
+def torch_minor(version):
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def check_torch(data, cache_dir):
+    """The build environment's torch version, refused in one line when
+    absent or not the minor build-system.requires pins."""
+    import importlib.util
+    from . import torch_flags
+    wanted = _build_pin(data)
+    if importlib.util.find_spec("torch") is None:
+        how = (f"`pip install 'torch{wanted}'` and build with --no-build-isolation"
+               if wanted is not None else "add torch==X.Y.* to build-system.requires in pyproject.toml (isolated builds), "
+               "or install torch and build with --no-build-isolation")
+        raise BuildError(f"no torch in the build environment ({sys.executable}): {how}")
+    version = torch_flags.torch_facts(os.path.join(cache_dir, ".torch.json"))["version"]
+    m = re.fullmatch(r"==(\d+)\.(\d+)\.\*", wanted or "")
+    if wanted and (not m or f"{m.group(1)}.{m.group(2)}" != torch_minor(version)):
+        raise BuildError(f"torch {version} in the build environment ({sys.executable}) is not the "
+                         f"build-system.requires pin torch{wanted}: install torch{wanted} there, or change "
+                         f"the pin in pyproject.toml to torch=={torch_minor(version)}.*")
+    return version
+
+
+def requires(data, torch_version):
+    """Requires-Dist: [project] dependencies (any torch among them replaced
+    by) and the pin to the torch the library was built against."""
+    deps = [d for d in data["project"].get("dependencies") or [] if not re.match(r"\s*torch\b(?![-_.\w])", d)]
+    return deps + [f"torch=={torch_minor(torch_version)}.*"]
+
+
+def python_tag():
+    """cpXY (cpXYt for a free-threaded build)."""
+    threaded = "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
+    return f"cp{sys.version_info[0]}{sys.version_info[1]}{threaded}"
+
+
+def platform_tag():
+    return re.sub(r"[-.]", "_", sysconfig.get_platform())
+
+
+def wheel_tag(with_python):
+    if with_python:
+        return f"{python_tag()}-{python_tag()}-{platform_tag()}"
+    return f"py3-none-{platform_tag()}"
+
+
+def build_dir(config_settings=None):
+    given = (config_settings or {}).get("BUILD")
+    return given if given else os.path.join(BUILD_ROOT, f"{python_tag()}-{platform_tag()}")
+
+
+def scons_args(config_settings):
+    """SCons's command line from `-C KEY=VALUE` (a variable) and `-C -j=N`."""
+    args = []
+    for key, value in sorted((config_settings or {}).items()):
+        value = value[-1] if isinstance(value, list) else value
+        if key in ("-j", "--jobs", "jobs"):
+            args.append(f"-j{value}")
+        elif key.startswith("-"):
+            args.append(f"{key}={value}" if value else key)
+        elif key != "BUILD":
+            args.append(f"{key}={value}")
+    return args
+
+
+def run_scons(project, build, args, log_path, quiet=False, label="autograd_scons"):
+    """Run the project's SConstruct; its output goes to `log_path` (and,
+    unless `quiet`, stdout).  Raises BuildError with the first compiler
+    error on failure.  Called holding the build folder's
+    folder_lock.BuildLock.  Any build makes the editable stamp stale.
+    (Not scons_run.run_scons: that one runs SCons in the folder it locks,
+    and keeps its log there; here SCons runs in the project, and the log is
+    the build folder's.)"""
+    from . import scons_run
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    try:
+        os.unlink(os.path.join(project, build, EDITABLE_STAMP))
+    except FileNotFoundError:
+        pass
+    env = dict(os.environ, **{BUILDING_ENV: "1"})
+    cmd = [sys.executable, SCONS_DRIVER, "-Q", f"BUILD={build}", *args]
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", env=env)
+        for line in proc.stdout:
+            log.write(line)
+            if not quiet:
+                sys.stdout.write(line)
+        proc.wait()
+    if proc.returncode != 0:
+        with open(log_path, errors="replace") as f:  # load()'s report: first compiler error, log path
+            raise BuildError(str(scons_run.BuildError(label, scons_run.first_error(f.read()), log_path)))
+
+
+def build_library(project=".", config_settings=None):
+    """Check torch, build, and return (pyproject data, wheel.json info, build folder)."""
+    import json
+    from .extension import WHEEL_JSON
+    data = project_config(project)
+    build = build_dir(config_settings)
+    version = check_torch(data, os.path.join(project, build))
+    from .folder_lock import BuildLock
+    folder = os.path.join(os.path.abspath(project), build)  # named in a failure: absolute
+    with BuildLock(folder, label="autograd_scons"):  # the lock an editable import's rebuild takes
+        run_scons(project, build, scons_args(config_settings), os.path.join(folder, "build.log"))
+    with open(os.path.join(project, build, WHEEL_JSON)) as f:
+        info = json.load(f)
+    if torch_minor(info["torch"]) != torch_minor(version):  # never a silently mismatched wheel
+        raise BuildError(f"the library in {build} was built against torch {info['torch']}, not {version}")
+    if info.get("cuda_skipped"):
+        print(f"autograd_scons: wheel without CUDA kernels ({info['cuda_skipped']}): "
+              f"{', '.join(info['cuda_sources'])} not built", file=sys.stderr)
+    elif info.get("cuda"):
+        print(f"autograd_scons: CUDA kernels for {';'.join(info['cuda'])}", file=sys.stderr)
+    return data, info, build
+
+
+def _dist(data):
+    meta = data["project"]
+    return f"{wheel_files.normalized(meta['name'])}-{meta['version']}"
+
+
+def package_files(project, package):
+    """{path in the wheel: bytes} of the package's Python files."""
+    files = {}
+    root = os.path.join(project, package)
+    if not os.path.isfile(os.path.join(root, "__init__.py")):
+        raise BuildError(f"{root}/__init__.py: no such file (the package the SConstruct's extension.Package names)")
+    for folder, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        for name in sorted(n for n in names if n.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, project).replace(os.sep, "/")] = f.read()
+    return files
+
+
+def _wheel(wheel_directory, data, info, files):
+    version = info["torch"]
+    tag = wheel_tag(info["python"])
+    name = f"{_dist(data)}-{tag}.whl"
+    wheel_files.write_wheel(os.path.join(wheel_directory, name), files, {
+        "METADATA": wheel_files.metadata_text(data["project"], requires(data, version)),
+        "WHEEL": wheel_files.wheel_text(tag)})
+    return name
+
+
+def _main_hook(fn):
+    """A hook whose BuildError is one line on stderr and exit status 1."""
+    def hook(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except BuildError as e:
+            print(f"autograd_scons: error: {e}" if not str(e).startswith("autograd_scons") else str(e),
+                  file=sys.stderr)
+            raise SystemExit(1) from None
+    hook.__name__, hook.__doc__ = fn.__name__, fn.__doc__
+    return hook
+
+
+@_main_hook
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    data, info, build = build_library(".", config_settings)
+    files = package_files(".", info["package"])
+    with open(os.path.join(build, info["library"]), "rb") as f:
+        files[info["library"]] = f.read()
+    return _wheel(wheel_directory, data, info, files)
+
+
+@_main_hook
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    from . import editable
+    data, info, build = build_library(".", config_settings)
+    return _wheel(wheel_directory, data, info,
+                  editable.wheel_files(os.path.abspath("."), info["package"], build, scons_args(config_settings)))
+
+
+def _prepare_metadata(metadata_directory, config_settings=None):
+    data = project_config(".")
+    version = check_torch(data, build_dir(config_settings))
+    folder = f"{_dist(data)}.dist-info"
+    os.makedirs(os.path.join(metadata_directory, folder), exist_ok=True)
+    with open(os.path.join(metadata_directory, folder, "METADATA"), "w") as f:
+        f.write(wheel_files.metadata_text(data["project"], requires(data, version)))
+    return folder
+
+
+prepare_metadata_for_build_wheel = _main_hook(_prepare_metadata)
+prepare_metadata_for_build_editable = _main_hook(_prepare_metadata)
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+get_requires_for_build_editable = get_requires_for_build_sdist = get_requires_for_build_wheel
+
+
+@_main_hook
+def build_sdist(sdist_directory, config_settings=None):
+    data = project_config(".")
+    root = _dist(data)
+    name = f"{root}.tar.gz"
+    pkg_info = wheel_files.metadata_text(data["project"], data["project"].get("dependencies") or [])
+    wheel_files.write_sdist(os.path.join(sdist_directory, name), root, wheel_files.project_files("."), pkg_info)
+    return name

@@ -1,0 +1,118 @@
+"""Reproducible wheel and sdist archives (PEP 427, PEP 625): entries in a
+fixed order with fixed timestamps, modes and owners, so that the same
+files give the same archive bytes wherever and whenever they are built.
+The timestamp is $SOURCE_DATE_EPOCH when set (the reproducible-builds
+convention), else 1980-01-01, the oldest a zip file can hold."""
+
+import base64
+import gzip
+import hashlib
+import io
+import os
+import re
+import tarfile
+import time
+import zipfile
+
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def normalized(name):
+    """A distribution name as wheel and sdist file names spell it."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _epoch():
+    text = os.environ.get("SOURCE_DATE_EPOCH", "")
+    return int(text) if text.isdigit() else None
+
+
+def _zip_time():
+    epoch = _epoch()
+    return max(time.gmtime(epoch)[:6], _ZIP_EPOCH) if epoch is not None else _ZIP_EPOCH
+
+
+def metadata_text(meta, requires):
+    """METADATA / PKG-INFO (core metadata 2.1) from [project] and the
+    requirements (the torch pin among them)."""
+    lines = ["Metadata-Version: 2.1", f"Name: {meta['name']}", f"Version: {meta['version']}"]
+    if meta.get("description"):
+        lines.append(f"Summary: {meta['description']}")
+    if meta.get("requires-python"):
+        lines.append(f"Requires-Python: {meta['requires-python']}")
+    lines += [f"Requires-Dist: {r}" for r in requires]
+    return "\n".join(lines) + "\n"
+
+
+def wheel_text(tag):
+    return ("Wheel-Version: 1.0\nGenerator: autograd_scons.build_meta\nRoot-Is-Purelib: false\n"
+            f"Tag: {tag}\n")
+
+
+def write_wheel(path, files, dist_info):
+    """`files`: {path in the wheel: bytes}; `dist_info`: {name: text} for the
+    .dist-info folder (RECORD is added).  Written atomically."""
+    entries = sorted(files.items())
+    info_dir = _dist_info_dir(path)
+    entries += [(f"{info_dir}/{name}", text.encode()) for name, text in sorted(dist_info.items())]
+    record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in entries]
+    entries.append((f"{info_dir}/RECORD", ("\n".join(record + [f"{info_dir}/RECORD,,"]) + "\n").encode()))
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with zipfile.ZipFile(tmp, "w") as z:
+        for name, data in entries:
+            info = zipfile.ZipInfo(name, date_time=_zip_time())
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
+            z.writestr(info, data, compresslevel=6)
+    os.replace(tmp, path)
+
+
+def _dist_info_dir(wheel_path):
+    name, version = os.path.basename(wheel_path).split("-")[:2]
+    return f"{name}-{version}.dist-info"
+
+
+def _digest(data):
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def write_sdist(path, root_name, files, pkg_info):
+    """`files`: [(path inside the project, file on disk)]; PKG-INFO added."""
+    epoch = _epoch() or 0
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        members = [(f"{root_name}/PKG-INFO", pkg_info.encode(), 0o644)]
+        for rel, disk in files:
+            with open(disk, "rb") as f:
+                mode = 0o755 if os.access(disk, os.X_OK) else 0o644
+                members.append((f"{root_name}/{rel}", f.read(), mode))
+        for name, data, mode in sorted(members):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), epoch, mode
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=epoch, filename="") as gz:
+        gz.write(buffer.getvalue())
+    os.replace(tmp, path)
+
+
+# What an sdist leaves out: build outputs and tool state, never a source.
+_NOT_SOURCES = re.compile(r"(^|/)(build|dist|__pycache__|[^/]*\.egg-info|\.[^/]+)(/|$)|"
+                          r"\.(so|o|os|pyc|gch|dblite)$|(^|/)\.sconsign")
+
+
+def project_files(project):
+    """[(path in the project, file on disk)] that an sdist holds: every
+    file but build outputs, hidden files and folders (.git, .sconsign...)."""
+    found = []
+    for folder, subdirs, names in os.walk(project):
+        rel_dir = os.path.relpath(folder, project).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        subdirs[:] = sorted(d for d in subdirs if not _NOT_SOURCES.search(rel_dir + d))
+        for name in sorted(names):
+            rel = rel_dir + name
+            if not _NOT_SOURCES.search(rel) and os.path.isfile(os.path.join(folder, name)):
+                found.append((rel, os.path.join(folder, name)))
+    return found

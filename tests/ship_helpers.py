@@ -1,0 +1,100 @@
+"""Helpers for the tests of shipping an extension (`python -m autograd_scons
+new`, the build backend autograd_scons.build_meta): not a test module.
+
+pip runs the backend in a subprocess with the build environment's Python:
+with --no-build-isolation, this one, where `autograd_scons` is installed
+editable from another checkout.  A folder holding `autograd_scons` and
+`codegen` as links to this checkout, put first on PYTHONPATH, makes pip's
+backend (and SCons under it) this checkout's."""
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+from spec_facts import REPO
+
+FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'fakecxx.py')}"
+
+
+def this_checkout(tmp):
+    """A PYTHONPATH entry whose `autograd_scons` and `codegen` are this checkout's."""
+    path = os.path.join(str(tmp), "pythonpath")
+    os.makedirs(path, exist_ok=True)
+    for name, target in (("autograd_scons", "site_scons"), ("codegen", "codegen")):
+        link = os.path.join(path, name)
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(REPO, target), link)
+    return path
+
+
+def environ(pythonpath, **more):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AUTOGRAD_", "SCONS", "PIP_")) and k not in ("PYTHONHOME", "SOURCE_DATE_EPOCH")}
+    env["PYTHONPATH"] = pythonpath
+    env.update(more)
+    return env
+
+
+def run(cmd, cwd, env, check=True):
+    proc = subprocess.run([str(c) for c in cmd], cwd=str(cwd), capture_output=True, text=True, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))} exited {proc.returncode}\n"
+                             f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def new(where, name, pythonpath, *flags, python=sys.executable, check=True):
+    return run([python, "-m", "autograd_scons", "new", name, *flags], where, environ(pythonpath), check=check)
+
+
+def pip_wheel(source, out, pythonpath, *config, python=sys.executable, check=True, **more_env):
+    """`pip wheel --no-build-isolation --no-deps` of a project folder or
+    sdist; `config`: NAME=VALUE for -C.  Returns (wheel path or None, proc)."""
+    os.makedirs(out, exist_ok=True)
+    before = set(os.listdir(out))
+    cmd = [python, "-m", "pip", "wheel", "-v", "--no-build-isolation", "--no-deps", "--no-index", "-w", out,
+           *[x for c in config for x in ("-C", c)], source]
+    proc = run(cmd, os.path.dirname(os.path.abspath(source)), environ(pythonpath, **more_env), check=check)
+    made = sorted(set(os.listdir(out)) - before)
+    return (os.path.join(out, made[0]) if made else None), proc
+
+
+def wheel_names(path):
+    with zipfile.ZipFile(path) as z:
+        return sorted(z.namelist())
+
+
+def wheel_read(path, name):
+    with zipfile.ZipFile(path) as z:
+        return z.read(name)
+
+
+def copy_project(src, dst):
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build", "dist", "__pycache__"))
+    return str(dst)
+
+
+# The backend's build folder inside a project (build_meta.build_dir)
+BUILD = os.path.join("build", f"cp{sys.version_info[0]}{sys.version_info[1]}-linux_x86_64")
+
+
+def edited_copy(project, dst, rel, old, new_text):
+    """A copy of `project` at `dst` with `old` replaced in its file `rel`."""
+    dst = copy_project(project, dst)
+    path = os.path.join(dst, rel)
+    with open(path) as f:
+        text = f.read()
+    assert old in text, f"{old!r} not in {path}"
+    with open(path, "w") as f:
+        f.write(text.replace(old, new_text))
+    return dst
+
+
+def new_wheel(tmp, name, pythonpath, *config, python=sys.executable):
+    """`new` into tmp, then its wheel into tmp/dist: (project, wheel, pip's output)."""
+    new(tmp, name, pythonpath, python=python)
+    project = os.path.join(str(tmp), name)
+    wheel, proc = pip_wheel(project, os.path.join(str(tmp), "dist"), pythonpath, *config, python=python)
+    return project, wheel, proc.stdout + proc.stderr
