@@ -200,8 +200,13 @@ def record_inputs(targets, inputs_path: str, extra=(), code_roots=()) -> None:
             seen.add(id(node))
             children = node.children()
             stack.extend(children)
-            if not node.has_builder() and isinstance(node, SCons.Node.FS.File) and node.exists():
-                files[node.abspath] = node.get_csig()
+            if not node.has_builder() and isinstance(node, SCons.Node.FS.File):
+                # A source under a VariantDir(duplicate=False) is read from
+                # its source folder: record that file, not the variant path
+                # (which never exists), or an edit to it would go unseen.
+                real = node if node.exists() else node.srcnode()
+                if real.exists():
+                    files[real.abspath] = real.get_csig()
         return files
 
     def write():

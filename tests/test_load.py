@@ -76,7 +76,7 @@ def scons_compiles(tmp_path, change):
     return sorted(compiled(scons(root, *args).stdout))
 
 
-@pytest.mark.parametrize("what", ["formula", "header"])
+@pytest.mark.parametrize("what", ["formula", "header", "source"])
 def test_an_edit_recompiles_what_scons_would(ext, tmp_path, what):
     call, env = ext
     run(call, env)
@@ -85,8 +85,11 @@ def test_an_edit_recompiles_what_scons_would(ext, tmp_path, what):
     def change(specs):
         if what == "formula":
             edit(os.path.join(specs, "derivatives.yaml"), *FORMULA)
-        else:
+        elif what == "header":
             edit(os.path.join(specs, "include", "myops", "backward_helpers.h"), *HEADER)
+        else:  # a listed source (staged under a VariantDir in the build folder)
+            with open(os.path.join(specs, "csrc", "kernels.cpp"), "a") as f:
+                f.write("// an edit\n")
 
     change(os.path.dirname(call["derivatives"]))
     ours = sorted(compiled(run(call, env).stdout))
