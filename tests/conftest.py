@@ -9,7 +9,7 @@ Tiers (markers):
   slow      slow for another reason (large subprocess runs); still in the
             fast tier unless also `compile`, deselect with -m "not slow".
   cuda      builds the example with nvcc against torch 2.14.1 (a CUDA build) in
-            a second venv (tests/test_cuda_tier.py; also `compile`): `-m cuda`
+            a second venv (tests/cuda/test_cuda_tier.py; also `compile`): `-m cuda`
             runs this tier alone; it skips, saying how to get them, without
             that venv or nvcc.
 """
@@ -20,7 +20,7 @@ import os
 
 import pytest
 
-import spec_facts
+from support import spec_facts
 
 REPO = spec_facts.REPO  # the one definition: import it from spec_facts
 
@@ -58,7 +58,7 @@ def tiny_checkout(tmp_path_factory):
     """A copy of this checkout with the tiny extension (tests/fixtures/tiny_ext)
     built by `scons` with the stand-in compiler: (folder, the build's stdout).
     Tests copy it (shutil.copytree(..., symlinks=True) keeps it up to date)."""
-    from scons_helpers import TINY_ARGS, clone, scons
+    from support.scons_helpers import TINY_ARGS, clone, scons
     root = clone(tmp_path_factory.mktemp("tiny") / "repo")
     return root, scons(root, *TINY_ARGS).stdout
 

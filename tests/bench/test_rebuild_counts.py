@@ -12,9 +12,9 @@ import shutil
 
 import pytest
 
-import scenarios
-from scons_helpers import TINY_ARGS, compiled, scons
-from spec_facts import REPO, example_ops
+from support import scenarios
+from support.scons_helpers import TINY_ARGS, compiled, scons
+from support.spec_facts import REPO, example_ops
 
 _spec = importlib.util.spec_from_file_location(
     "rebuild_counts", os.path.join(REPO, "benchmarks", "rebuild_counts.py"))

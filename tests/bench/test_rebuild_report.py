@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from spec_facts import REPO
+from support.spec_facts import REPO
 
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 import rebuild_report  # noqa: E402

@@ -3,7 +3,7 @@ with stand-ins: a clone whose cached torch facts say CUDA 13.0, the
 stand-in nvcc (fakenvcc.py, through CUDA_HOME) and the stand-in g++
 (fakecxx.py).  What is compiled, with which flags, what recompiles, the
 one-line errors and the skip line.  The real nvcc build is
-tests/test_cuda_tier.py's (marker `cuda`)."""
+tests/cuda/test_cuda_tier.py's (marker `cuda`)."""
 
 import json
 import os
@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from cuda_helpers import fake_cuda_facts, install_fake_nvcc
-from scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, linked, scons
-from spec_facts import example_ops
+from support.cuda_helpers import fake_cuda_facts, install_fake_nvcc
+from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, linked, scons
+from support.spec_facts import example_ops
 
 sys.path.insert(0, os.path.join(REPO, "site_scons"))
 import cuda_flags  # noqa: E402

@@ -1,13 +1,13 @@
 """The `cuda` tier: the example built with its CUDA kernels by the real nvcc
 against torch 2.14.1 (a CUDA 13.0 build), in a second virtual environment
-(tests/cuda_helpers.py: `AGF_CUDA_VENV`, or the one .ci/run creates), from a
+(tests/support/cuda_helpers.py: `AGF_CUDA_VENV`, or the one .ci/run creates), from a
 fresh clone.  Skips, saying how to get what is missing, without that venv
 or without nvcc.  Selected by `-m cuda`; also marked `compile`.
 
 One build for two architectures, then checks of that build: the objects
 hold SASS for each, the library loads with CUDA kernels registered, the
 example's full checks (gradcheck, opcheck, torch.compile, forward AD, and
-tests/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
+tests/cuda/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
 torch 2.14.1.  A second clone sharing the CacheDir: all hits, then an
 architecture change recompiles the `.cu` object only, and a `dispatch:
 CUDA:` kernel that no source defines fails the load naming it."""
@@ -20,21 +20,21 @@ import time
 
 import pytest
 
-from cuda_helpers import cuda_venv
-from scons_helpers import clone, compiled, edit, scons
+from support.cuda_helpers import cuda_venv
+from support.scons_helpers import REPO, clone, compiled, edit, scons
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons"))
+sys.path.insert(0, os.path.join(REPO, "site_scons"))
 import cuda_flags  # noqa: E402
 
 pytestmark = [pytest.mark.cuda, pytest.mark.compile]
 
 ARCHS = "8.0;9.0"
-# As tests/example_build.py builds (BUILD=$AGF_TEST_BUILD_SPECS), so that
+# As tests/support/example_build.py builds (BUILD=$AGF_TEST_BUILD_SPECS), so that
 # the checks run below find this build up to date.
 ARGS = ("UNITY=2", "-j2", "OPT=-O0", "BUILD=build", "EXAMPLE=specs")
 CU_OBJECT = os.path.join("build", "example", "csrc", "kernels_cuda.os")
 LIBRARY = os.path.join("build", "example", "myops_ext.so")
-CHECKS = ["tests/test_cuda_kernels.py", "tests/test_extension_pt2.py", "tests/test_forward_ad.py"]
+CHECKS = ["tests/cuda/test_cuda_kernels.py", "tests/example/test_extension_pt2.py", "tests/example/test_forward_ad.py"]
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,11 @@
 new op in specs/ with no case fails here (no compiler needed), not silently
 unchecked while the README says every op is gradchecked.
 
-What each table must cover comes from the specs (tests/spec_facts.py); which
+What each table must cover comes from the specs (tests/support/spec_facts.py); which
 Function a case exercises, from the case itself (the grad_fn name that
 check_matches_builtin asserts at run time)."""
 
-import extension_checks as checks
+from support import extension_checks as checks
 import test_forward_ad as fwd
 
 
@@ -34,6 +34,6 @@ def test_every_op_without_a_forward_formula_is_checked_to_refuse_a_dual(example_
 
 
 def test_the_tiny_scenarios_name_every_function_of_the_tiny_fixture():
-    import scenarios
-    from spec_facts import example_ops
+    from support import scenarios
+    from support.spec_facts import example_ops
     assert sorted(scenarios.OPS) == sorted(example_ops(scenarios.TINY).functions)

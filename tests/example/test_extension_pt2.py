@@ -6,10 +6,10 @@ forward and backward under torch.compile(fullgraph=True) equal eager's."""
 
 import pytest
 
-import example_build
+from support import example_build
 
 torch = pytest.importorskip("torch")
-import extension_checks as checks  # noqa: E402
+from support import extension_checks as checks  # noqa: E402
 
 D = dict(dtype=torch.double)
 

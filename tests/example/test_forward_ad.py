@@ -13,8 +13,8 @@ from codegen.errors import SpecError
 from codegen.units import load_units
 from codegen.emit.options import EmitOptions
 
-import example_build
-import extension_checks as checks
+from support import example_build
+from support import extension_checks as checks
 
 torch = pytest.importorskip("torch")
 import torch.autograd.forward_ad as fwAD  # noqa: E402
@@ -52,7 +52,7 @@ def jvp_cases(ops):
     }
 
 
-# Read off the table; tests/test_example_coverage.py checks that it covers
+# Read off the table; tests/example/test_example_coverage.py checks that it covers
 # every Function with a forward formula.
 JVP = list(jvp_cases(checks.UNLOADED))
 
@@ -126,7 +126,7 @@ def test_inplace_variant_updates_the_tangent(ops):
     assert gradcheck(scaled, (_x().requires_grad_(True),), check_forward_ad=True)
 
 
-# Every op without a forward formula (tests/test_example_coverage.py checks that).
+# Every op without a forward formula (tests/example/test_example_coverage.py checks that).
 REFUSING = [
     ("myops::gather_rows", lambda ops, a: ops.gather_rows(a, torch.tensor([1, 0]))),
     ("myops::stack_sum", lambda ops, a: ops.stack_sum([a, a])),
@@ -147,7 +147,7 @@ def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op,
     call(ops, x)  # no dual tensor: fine
 
 
-# Every Function (tests/test_example_coverage.py checks that).
+# Every Function (tests/example/test_example_coverage.py checks that).
 GRADGRAD = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign", "myexp",
             "gather_rows", "soft_clip", "cube", "masked_scale", "prod_diff", "sum_as"]
 

@@ -11,7 +11,7 @@ import pytest
 from codegen.emit.options import EmitOptions
 from codegen.emit.prelude import render_preludes
 
-import example_build
+from support import example_build
 
 FIXTURE = os.path.join("tests", "fixtures", "nimpl_ext")
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-import cxx
-from torchgen_reference import real_spec_paths
+from support import cxx
+from support.torchgen_reference import real_spec_paths
 
 from codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
 from codegen.incremental import Request, update

@@ -12,7 +12,7 @@ from codegen.api.cpp import (OPTIONAL_TENSOR, OPTIONAL_TENSOR_LIST, ArrayCType, 
                              tensorListT, tensorT, _BY_VALUE)
 from codegen.model import BASE_TYPES, FunctionSchema
 
-from spec_facts import torch_specs
+from support.spec_facts import torch_specs
 
 
 def test_every_real_argument_and_return_is_spelled_like_torchgen():

@@ -1,7 +1,7 @@
 """Without namespace=, the classes' namespace derives from the specs' op
 namespace (`<ns>::autograd`), is part of every key, and is refused where it
 would be ambiguous: no generation, one located line.  (The real-compiler
-consequences, two extensions in one process, are tests/test_namespaces.py.)"""
+consequences, two extensions in one process, are tests/python/test_namespaces.py.)"""
 
 import os
 import shutil
@@ -12,7 +12,7 @@ from codegen import incremental
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
 from codegen.incremental import Request
-from scenarios import TINY
+from support.scenarios import TINY
 
 
 @pytest.fixture

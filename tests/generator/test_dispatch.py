@@ -14,8 +14,8 @@ import pytest
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
 from codegen.units import load_units
+from support.spec_facts import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTS = EmitOptions(namespace="ext::autograd")
 DERIVATIVES = "- name: twice(Tensor self, Scalar alpha, int[] dims) -> Tensor\n  self: grad * 2\n"
 
@@ -135,7 +135,7 @@ def test_aliasing_output_is_refused_with_a_located_error(tmp_path):
 def test_every_generated_op_file_of_the_example_compiles_together_in_one_tu(tmp_path):
     """The lead compiles op kernels as unity buckets: all of them #included
     into one TU must not collide."""
-    import cxx
+    from support import cxx
     if not cxx.have_compiler():
         pytest.skip("no C++ compiler")
     out = tmp_path / "gen"

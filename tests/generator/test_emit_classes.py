@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from functions_reference import (installed_functions_h, our_files, our_op_infos, read_definitions,
+from support.functions_reference import (installed_functions_h, our_files, our_op_infos, read_definitions,
                                  read_structs, torchgen_functions)
 
 from codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions

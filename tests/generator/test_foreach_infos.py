@@ -3,7 +3,7 @@ derives (torchgen's match_differentiability_info), in the same order."""
 
 from codegen.foreach import derive_foreach_infos
 from codegen.load_derivatives import infos_from_specs, load_specs
-from torchgen_reference import real_torchgen
+from support.torchgen_reference import real_torchgen
 
 
 def _theirs():

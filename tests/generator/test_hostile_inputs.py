@@ -10,7 +10,7 @@ import sys
 import pytest
 import SCons.Environment
 import SCons.Subst
-from scons_helpers import FAKE_CXX, REPO, clone, compiled, scons, tree
+from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, scons, tree
 
 from codegen.cli import main
 

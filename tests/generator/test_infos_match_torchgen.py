@@ -4,8 +4,8 @@ import json
 import subprocess
 import sys
 
-from spec_facts import REPO
-from torchgen_reference import compare_infos, real_torchgen, to_json
+from support.spec_facts import REPO
+from support.torchgen_reference import compare_infos, real_torchgen, to_json
 
 
 def run_our_infos(native_functions, tags, derivatives):

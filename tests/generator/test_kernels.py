@@ -1,5 +1,5 @@
 """The generated registration + Autograd kernels of an extension's ops, as text
-(tests/test_scons_example.py compiles and runs them)."""
+(tests/scons/test_scons_example.py compiles and runs them)."""
 
 import os
 import re
@@ -11,7 +11,7 @@ from codegen.emit.kernels import kernel_units, render_kernel
 from codegen.emit.options import EmitOptions
 from codegen.load_derivatives import infos_from_specs, load_specs
 
-from spec_facts import REPO
+from support.spec_facts import REPO
 
 SPECS = os.path.join(REPO, "specs")
 OPTS = EmitOptions(namespace="myops::autograd")

@@ -6,7 +6,7 @@ import yaml
 
 from codegen.model import FUNCTIONAL, INPLACE, MUTABLE, OUT, FunctionSchema, SchemaError
 
-from spec_facts import torch_specs
+from support.spec_facts import torch_specs
 
 
 def _real_funcs():

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from codegen.yaml_io import load_entries, read_text
-from spec_facts import torch_specs
+from support.spec_facts import torch_specs
 
 
 def pyyaml(text):

@@ -14,7 +14,7 @@ import pytest
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
 from codegen.units import load_units
-from spec_facts import example_ops
+from support.spec_facts import example_ops
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "yaml_ref")
@@ -39,7 +39,7 @@ def test_fixture_generates_every_unit():
 
 @pytest.mark.compile
 def test_everything_generated_compiles_in_one_tu(tmp_path):
-    import cxx
+    from support import cxx
     if not cxx.have_compiler():
         pytest.skip("no C++ compiler")
     subprocess.run([sys.executable, "-m", "codegen", "generate", "-q", "--native-functions",

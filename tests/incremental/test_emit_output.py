@@ -18,7 +18,7 @@ from codegen.unity_files import render_buckets
 from codegen.units import Kind, Unit
 from codegen.writer import prune, write_files
 
-from spec_facts import REPO
+from support.spec_facts import REPO
 
 
 def run_generate(*args, cwd=None):

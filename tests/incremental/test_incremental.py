@@ -2,7 +2,7 @@
 
 Each test generates the tiny test specs (tests/fixtures/tiny_ext) into a temporary
 folder and counts what a second update rewrites.  The edit scenarios are the
-ones tests/test_scons_incremental.py runs through `scons` (tests/scenarios.py).
+ones tests/scons/test_scons_incremental.py runs through `scons` (tests/support/scenarios.py).
 """
 
 import dataclasses
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-import scenarios
+from support import scenarios
 from codegen import incremental
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
@@ -25,8 +25,8 @@ from codegen.manifest import FORMAT, MANIFEST
 from codegen.native_cache import NATIVE_CACHE
 from codegen.report import explain, layout_line, report
 from codegen.units import Kind
-from scons_helpers import tree
-from spec_facts import REPO
+from support.scons_helpers import tree
+from support.spec_facts import REPO
 
 EXAMPLE = scenarios.TINY
 # The op kernels have tests of their own (test_kernels.py, test_scons_example.py); these count Functions.
@@ -62,7 +62,7 @@ class Specs:
 
     def snapshot(self):
         """relpath -> (bytes, mtime_ns) of every file under the output folder
-        (but the parse cache, an optimisation: tests/test_native_cache.py)."""
+        (but the parse cache, an optimisation: tests/incremental/test_native_cache.py)."""
         out = {}
         for dirpath, _, names in os.walk(self.out):
             for n in names:

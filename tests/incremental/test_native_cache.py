@@ -7,13 +7,13 @@ import shutil
 
 import pytest
 
-import scenarios
+from support import scenarios
 from codegen import incremental, native_cache
 from codegen.emit.options import EmitOptions
 from codegen.incremental import Request
 from codegen.native_cache import NATIVE_CACHE
-from scons_helpers import tree
-from spec_facts import REPO
+from support.scons_helpers import tree
+from support.spec_facts import REPO
 
 REQUEST = Request(EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",)),
                   jobs=2, override=True)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from codegen.weaken import WeakenError, strong_symbols, weaken
-from spec_facts import REPO
+from support.spec_facts import REPO
 
 
 def obj(folder, name, *data):

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.utils import cpp_extension
 
-from spec_facts import REPO
+from support.spec_facts import REPO
 
 pytestmark = pytest.mark.compile
 

@@ -1,7 +1,7 @@
 """Two extensions loaded into one process never mix up their backward.
 
 `aa::twice` (grad * 2) and `bb::twice` (grad * 3), built with the real
-compiler (tests/twin_extensions.py).  With the default namespace each
+compiler (tests/support/twin_extensions.py).  With the default namespace each
 library's classes live in `<op namespace>::autograd`, and their gradients
 are right eagerly and under compiled autograd (which binds each Function's
 backward process-wide), in either load order.  With one shared explicit
@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-import twin_extensions
+from support import twin_extensions
 
 pytestmark = pytest.mark.compile
 

@@ -1,11 +1,11 @@
 """From Python, the example's generated Functions look like ATen's (real
-compiler: the example built once per session, tests/example_build.py).
+compiler: the example built once per session, tests/support/example_build.py).
 
-For every Function of the specs (tests/spec_facts.py; each needs a case in
-tests/extension_checks.py, which the ops are called through, recording
+For every Function of the specs (tests/support/spec_facts.py; each needs a case in
+tests/support/extension_checks.py, which the ops are called through, recording
 their arguments): its type's name, `isinstance(grad_fn, Node)`, its
 `_saved_*` / `_raw_saved_*` properties against what torchgen's own
-`process_function` writes for its saved values (tests/python_reference.py), the values read back,
+`process_function` writes for its saved values (tests/support/python_reference.py), the values read back,
 saved-tensor hooks and release after backward.  Then names that clash
 (ATen's, another library's, the same class twice) with two small libraries
 compiled here, and `PYTHON=0`: no Python symbol at all.
@@ -21,13 +21,13 @@ import textwrap
 import pytest
 import torch
 
-import cxx
-import example_build
-import extension_checks as checks
-import python_reference as ref
+from support import cxx
+from support import example_build
+from support import extension_checks as checks
+from support import python_reference as ref
 from codegen.units import load_units
-from scons_helpers import clone, scons
-from spec_facts import REPO, example_ops
+from support.scons_helpers import clone, scons
+from support.spec_facts import REPO, example_ops
 
 pytestmark = pytest.mark.compile
 
@@ -103,7 +103,7 @@ def ops(tmp_path_factory):
 
 def cases_of(function):
     names = [n for n, c in checks.cases(Recording(torch.ops.myops)).items() if c[3] == function]
-    assert names, f"{function} has no case in tests/extension_checks.py: add one"
+    assert names, f"{function} has no case in tests/support/extension_checks.py: add one"
     return names
 
 

@@ -3,7 +3,7 @@ compiler, except the one syntax check marked `compile`).
 
 torch's specs: the set of classes bound and, for every one, its property
 names in order must equal those of torchgen 2.13's `python_functions_*.cpp`,
-generated in this run (tests/python_reference.py).  The example's specs
+generated in this run (tests/support/python_reference.py).  The example's specs
 (which torchgen cannot read: its in-place op returns `()`): every
 Function's properties must be what torchgen's own `process_function` writes
 for its saved values.
@@ -15,15 +15,15 @@ import sys
 
 import pytest
 
-import cxx
-import python_reference as ref
+from support import cxx
+from support import python_reference as ref
 from codegen import incremental
 from codegen.emit import python_bindings
 from codegen.emit.options import EmitOptions, parse_python
 from codegen.incremental import Request
 from codegen.units import Kind, load_units
-from scons_helpers import FAKE_CXX, clone, scons
-from spec_facts import REPO
+from support.scons_helpers import FAKE_CXX, clone, scons
+from support.spec_facts import REPO
 
 
 def our_tables(units, opts=EmitOptions()):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from codegen.manifest import MANIFEST, read_manifest
-from scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, snapshot, tree
+from support.scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, snapshot, tree
 
 EXAMPLE_ARGS = (f"CXX={FAKE_CXX}",)
 GEN = os.path.join("build", "example", "gen")
@@ -193,8 +193,8 @@ def cold_unity_after_the_edit(tmp_path_factory):
     return unity_tus(cold)
 
 
-# (a directory: the other damages, through `scons` too, are tests/test_incremental.py's and
-# tests/test_scons_incremental.py::test_damaged_manifest_warns_once_and_recompiles_nothing)
+# (a directory: the other damages, through `scons` too, are tests/incremental/test_incremental.py's and
+# tests/scons/test_scons_incremental.py::test_damaged_manifest_warns_once_and_recompiles_nothing)
 @pytest.mark.parametrize("damage", ["directory"])
 def test_a_damaged_manifest_is_one_warning_and_a_build_with_the_cold_layout(built_repo, cold_unity_after_the_edit,
                                                                             damage):

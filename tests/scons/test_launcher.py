@@ -2,7 +2,7 @@
 distcc, icecc), out of the signature SCons signs.
 
 Fast tests use a stand-in launcher (a shell script that logs its arguments
-and runs them) with the stand-in compiler tests/fakecxx.py: switching the
+and runs them) with the stand-in compiler tests/support/fakecxx.py: switching the
 launcher on and off recompiles nothing, every compile but no link goes
 through it, compile_commands.json shows the real compiler, a missing program
 is one line at configure time.  The `compile` tests run g++ through the real
@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, report
+from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, report
 
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 import _distccd  # noqa: E402
@@ -255,7 +255,8 @@ needs_distcc = pytest.mark.skipif(_distccd.missing() is not None, reason=str(_di
 CHECK_EXTENSION = """
 import sys
 sys.path[:0] = [{tests!r}, {python!r}]
-import myops, extension_checks as checks
+import myops
+from support import extension_checks as checks
 ops = myops.load({lib!r})
 for case in checks.CASE_NAMES:
     checks.check_gradcheck(ops, case)

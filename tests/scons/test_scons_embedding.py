@@ -12,7 +12,7 @@ import pytest
 
 from codegen.layout import slot_of
 
-from scons_helpers import REPO, compiled, edit, linked, report, scons
+from support.scons_helpers import REPO, compiled, edit, linked, report, scons
 
 pytestmark = pytest.mark.compile  # the host project builds with g++
 

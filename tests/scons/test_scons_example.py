@@ -20,10 +20,10 @@ import sys
 
 import pytest
 
-from scons_helpers import clone, compiled, edit, linked, report, scons
+from support.scons_helpers import clone, compiled, edit, linked, report, scons
 
-import extension_checks as checks
-from spec_facts import REPO, example_ops
+from support import extension_checks as checks
+from support.spec_facts import REPO, example_ops
 
 from codegen.emit import python_bindings
 from codegen.layout import bucket_of, slot_of

@@ -1,10 +1,10 @@
 """What `scons` rebuilds after each kind of edit, and how it survives damage.
 
-These runs use tests/fakecxx.py as the compiler: SCons decides what to
+These runs use tests/support/fakecxx.py as the compiler: SCons decides what to
 rebuild exactly as with g++ (same graph, same signatures), the compiler just
-does not spend 20 s per TU.  tests/test_scons_example.py does the same with
+does not spend 20 s per TU.  tests/scons/test_scons_example.py does the same with
 the real compiler and loads the result.  The edit scenarios are the ones
-tests/test_incremental.py runs on codegen.incremental alone (tests/scenarios.py).
+tests/incremental/test_incremental.py runs on codegen.incremental alone (tests/support/scenarios.py).
 """
 
 import os
@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-import scenarios
-from scons_helpers import TINY_ARGS, clone, compiled, edit, linked, report, scons, snapshot, tree
+from support import scenarios
+from support.scons_helpers import TINY_ARGS, clone, compiled, edit, linked, report, scons, snapshot, tree
 
 TINY = ("tests", "fixtures", "tiny_ext")  # Functions only: counts stay about Functions
 ARGS = TINY_ARGS

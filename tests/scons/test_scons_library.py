@@ -2,7 +2,7 @@
 does not even declare the per-op graph, and the precompiled prelude (pch=True).
 
 A project of its own in a temporary folder, the tool loaded by toolpath,
-tests/fakecxx.py as the compiler: what is checked is what SCons and the tool
+tests/support/fakecxx.py as the compiler: what is checked is what SCons and the tool
 decide to build (tests/test_bench_rebuild.py and the CI quick mode compile
 with the real g++ and the real precompiled header).
 """
@@ -13,8 +13,8 @@ import shutil
 
 import pytest
 
-from scons_helpers import FAKE_CXX, REPO, compiled, edit, report, scons
-from spec_facts import example_ops
+from support.scons_helpers import FAKE_CXX, REPO, compiled, edit, report, scons
+from support.spec_facts import example_ops
 
 SITE = os.path.join(REPO, "site_scons")
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")

@@ -2,7 +2,7 @@
 
 A flipped byte in a cached object used to be retrieved and linked, and the
 next `scons -q` said everything was up to date.  These runs use the stand-in
-compiler (tests/fakecxx.py): what matters is what SCons retrieves, rebuilds
+compiler (tests/support/fakecxx.py): what matters is what SCons retrieves, rebuilds
 and reports, not what the objects contain.
 """
 
@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from scons_helpers import FAKE_CXX, REPO, clone, compiled, scons
+from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, scons
 
 TINY = "tests/fixtures/tiny_ext"
 OBJ = os.path.join("build", "example", "gen", "functions", "ScaleBackward0.os")

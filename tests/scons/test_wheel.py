@@ -22,14 +22,14 @@ import textwrap
 
 import pytest
 
-from scons_helpers import compiled, report, tree
+from support.scons_helpers import compiled, report, tree
 from test_scons_embedding import DERIVATIVES, NATIVE  # the same one-op host extension
-from spec_facts import REPO
+from support.spec_facts import REPO
 
 pytestmark = pytest.mark.slow  # a wheel build and a venv (~30 s); the stand-in compiler
 
 SCONS_MIN = "4.5.2"  # site_scons/site_tools/autograd_functions.py: MIN_SCONS
-FAKE_CXX = os.path.join(REPO, "tests", "fakecxx.py")  # copied into the host folder, not imported
+FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.py")  # copied into the host folder, not imported
 
 # No torch here: flags are set by hand, as the stand-in builds need none.
 SCONSTRUCT = """
@@ -193,7 +193,7 @@ def test_a_checkout_uses_its_own_code_not_the_installed_copy(venv, tmp_path):
     wheel's site-packages on PYTHONPATH; this interpreter for torch's facts):
     the checkout's generator and helpers are used, never the installed ones."""
     _, site, _, _ = venv
-    from scons_helpers import TINY_ARGS, clone
+    from support.scons_helpers import TINY_ARGS, clone
     repo = clone(tmp_path / "repo")
     dump = ("import atexit, json, sys\n"
             "atexit.register(lambda: open('modules.json', 'w').write(json.dumps("
@@ -214,7 +214,7 @@ def test_a_generator_imported_from_elsewhere_is_one_line(venv, tmp_path):
     """The checkout's tool, in a build that already imported the installed
     codegen: it stops in one line naming both, never mixes the two."""
     _, site, _, _ = venv
-    from scons_helpers import TINY_ARGS, clone
+    from support.scons_helpers import TINY_ARGS, clone
     repo = clone(tmp_path / "repo")
     prelude = (f"import sys\nsys.path.insert(0, {site!r})\nimport codegen\nsys.path.pop(0)\n"
                "from SCons.Script.Main import main\nmain()")

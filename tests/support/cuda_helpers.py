@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from spec_facts import REPO
+from support.spec_facts import REPO
 
 CUDA_TORCH = "2.14.1"
 # Where .ci/run creates (or reuses) that environment; AGF_CUDA_VENV overrides.
@@ -27,7 +27,7 @@ def install_fake_nvcc(folder):
     bindir = os.path.join(folder, "bin")
     os.makedirs(bindir, exist_ok=True)
     nvcc = os.path.join(bindir, "nvcc")
-    with open(os.path.join(REPO, "tests", "fakenvcc.py")) as f:
+    with open(os.path.join(REPO, "tests", "support", "fakenvcc.py")) as f:
         text = f.read()
     with open(nvcc, "w") as f:
         f.write(f"#!{sys.executable}\n" + text)

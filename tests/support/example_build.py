@@ -9,7 +9,7 @@ import glob
 import os
 import sys
 
-from scons_helpers import REPO, scons
+from support.scons_helpers import REPO, scons
 
 _built: dict = {}
 

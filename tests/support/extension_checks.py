@@ -1,6 +1,6 @@
 """Checks of the example extension's differentiable ops (specs/), run against
 the built library: `ops` is `torch.ops.myops` once it is loaded.  Used by
-tests/test_scons_example.py (not a test module itself)."""
+tests/scons/test_scons_example.py (not a test module itself)."""
 
 import pytest
 import torch
@@ -69,7 +69,7 @@ class _Unloaded:
 
 UNLOADED = _Unloaded()
 # The case names, read off the table (no library needed to list them);
-# tests/test_example_coverage.py checks that they cover every Function.
+# tests/example/test_example_coverage.py checks that they cover every Function.
 CASE_NAMES = list(cases(UNLOADED))
 
 

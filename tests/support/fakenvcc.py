@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stand-in for nvcc in tests that count what SCons rebuilds (as
 fakecxx.py stands in for g++): installed as `<folder>/bin/nvcc` by
-tests/cuda_helpers.py, found through CUDA_HOME.
+tests/support/cuda_helpers.py, found through CUDA_HOME.
 
 `--version` says the release in $FAKE_NVCC_RELEASE (default 13.0), as
 nvcc words it; `--dryrun` names its toolkit folder; a compile writes a

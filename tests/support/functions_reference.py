@@ -35,7 +35,7 @@ def torchgen_functions() -> tuple[str, str]:
     import torchgen
     from torchgen.packaged.autograd.gen_autograd_functions import gen_autograd_functions_lib
 
-    from torchgen_reference import real_torchgen
+    from support.torchgen_reference import real_torchgen
 
     infos, _ = real_torchgen()
     templates = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "templates")
@@ -192,7 +192,7 @@ def read_definitions(text: str, op: str) -> Definitions:
 def our_op_infos():
     """Our op infos for the real specs (loaded once per test session)."""
     from codegen.units import load_op_infos
-    from torchgen_reference import real_spec_paths
+    from support.torchgen_reference import real_spec_paths
     nf, tags, d = real_spec_paths()
     return tuple(load_op_infos(nf, d, tags))
 

@@ -41,7 +41,7 @@ def torchgen_python() -> tuple[dict[str, list[str]], list]:
     """(torchgen's property tables of torch's specs, the infos they come from)."""
     import torchgen.packaged.autograd as pa
     from torchgen.packaged.autograd.gen_autograd_functions import gen_autograd_functions_python
-    from torchgen_reference import real_spec_paths, torchgen_load
+    from support.torchgen_reference import real_spec_paths, torchgen_load
     # As a torch build does: its Python bindings are made from the infos
     # load_derivatives returns, without the foreach ones derived later.
     infos, _ = torchgen_load(*real_spec_paths(), foreach=False)

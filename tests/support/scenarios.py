@@ -1,6 +1,6 @@
 """The edit scenarios on the tiny extension (tests/fixtures/tiny_ext), as data,
-run at two levels: codegen.incremental alone (tests/test_incremental.py) and
-`scons` with the stand-in compiler (tests/test_scons_incremental.py).
+run at two levels: codegen.incremental alone (tests/incremental/test_incremental.py) and
+`scons` with the stand-in compiler (tests/scons/test_scons_incremental.py).
 
 Each scenario is a list of text substitutions in the two spec files and what
 must follow: which Functions are regenerated (their text changed), which are
@@ -18,7 +18,7 @@ saves (or its name, or the set of Functions) changes, recompiled then or when
 a Function header it includes changed; a formula edit that saves the same
 values recompiles no bindings.
 test_scons_example-level checks of the next edit (its edit TU only) are in
-tests/test_build_failures.py.
+tests/scons/test_build_failures.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass, field
 
 from codegen.layout import slot_of
-from spec_facts import REPO
+from support.spec_facts import REPO
 
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
 FILES = {"nf": "native_functions.yaml", "d": "derivatives.yaml"}

@@ -6,9 +6,9 @@ import shutil
 import subprocess
 import sys
 
-from spec_facts import REPO
+from support.spec_facts import REPO
 
-FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'fakecxx.py')}"
+FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
 # `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
 TINY_ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
 _IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
@@ -26,7 +26,7 @@ def clone(dst, torch_facts=True):
     shutil.copytree(REPO, dst, ignore=_IGNORE)
     if torch_facts:
         if not _FACTS:  # next to the first clone (a test's temporary folder)
-            from spec_facts import torch_flags
+            from support.spec_facts import torch_flags
             path = os.path.join(os.path.dirname(os.path.abspath(dst)), "torch_facts.json")
             torch_flags.torch_facts(path)
             _FACTS.append(path)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/support/ -> the checkout
 sys.path.insert(0, os.path.join(REPO, "site_scons"))
 import torch_flags  # noqa: E402  (site_scons/: the one place torch's spec paths are found)
 
@@ -64,7 +64,7 @@ class TorchCounts:
 
 @functools.lru_cache(maxsize=None)
 def torch_counts() -> TorchCounts:
-    from functions_reference import installed_functions_h, read_structs
+    from support.functions_reference import installed_functions_h, read_structs
     nf, _, d = torch_specs()
     with open(installed_functions_h()) as f:
         classes = read_structs(f.read())

@@ -15,7 +15,7 @@ from typing import Any
 
 def real_spec_paths() -> tuple[str, str, str]:
     """(native_functions.yaml, tags.yaml, derivatives.yaml) shipped with torchgen."""
-    from spec_facts import torch_specs
+    from support.spec_facts import torch_specs
     return torch_specs()
 
 

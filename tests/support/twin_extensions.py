@@ -8,7 +8,7 @@ clash).  Written into a temporary folder and built with the real compiler
 import os
 import textwrap
 
-from scons_helpers import REPO, scons
+from support.scons_helpers import REPO, scons
 
 _SCONSCRIPT = """\
 Import("env")
