@@ -1,4 +1,4 @@
-"""The README's "Extension yaml reference" features that the example
+"""The features of the extension yaml reference (docs/yaml-reference.md) that the example
 (specs/) does not use, in tests/fixtures/yaml_ref: named gradients,
 multi-variable keys with grad_input_mask, SymInt[]/int[]/ScalarType? args,
 Tensor[] outputs, per-output forward formulas, CPU/CUDA/Meta dispatch.
@@ -14,9 +14,8 @@ import pytest
 from codegen.emit.options import EmitOptions
 from codegen.errors import SpecError
 from codegen.units import load_units
-from support.spec_facts import example_ops
+from support.spec_facts import REPO, example_ops
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "yaml_ref")
 OPTS = EmitOptions(namespace="ref::autograd", includes=("helpers.h",))
 
