@@ -83,6 +83,12 @@ def test_every_path_named_exists(page):
     assert not missing, f"{os.path.relpath(page, REPO)} names paths that do not exist: {missing}"
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, REPO))
+def test_the_docs_say_behaviour_not_test_function_names(page):
+    named = re.findall(r"::test_\w+|\btest_\w+\*", read(page))
+    assert not named, f"{os.path.relpath(page, REPO)} cites test functions (say what they check): {named}"
+
+
 def options_table():
     """The variables (`NAME=`) in the first column of the README's options table."""
     section = read(README).split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
