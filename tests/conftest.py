@@ -30,6 +30,20 @@ REPO = spec_facts.REPO  # the one definition: import it from spec_facts
 os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
 
 
+@pytest.hookimpl(trylast=True)  # after -m/-k deselected what does not run
+def pytest_collection_modifyitems(config, items):
+    """The modules marked `slow` first, then the others by their number of
+    tests: pytest-xdist (`--dist loadfile --no-loadscope-reorder`, setup.cfg)
+    hands whole modules to the workers in this order, so that a slow module
+    starts early instead of running alone at the end."""
+    modules: dict = {}
+    for item in items:
+        modules.setdefault(item.module.__name__ if item.module else item.nodeid, []).append(item)
+    order = sorted(modules.values(), key=lambda tests: (not any(t.get_closest_marker("slow") for t in tests),
+                                                        -len(tests)))
+    items[:] = [item for tests in order for item in tests]
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "compile: runs a real C++ compiler (deselect with -m \"not compile\")")
     config.addinivalue_line("markers", "slow: slow without compiling (deselect with -m \"not slow\")")

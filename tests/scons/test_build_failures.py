@@ -339,23 +339,41 @@ def _wait_until_locked(path, timeout=60.0):
 
 
 def test_two_builds_of_one_tree_never_interleave(built_repo):
-    # The first build holds the lock while it generates slowly; the second
-    # says it waits, then finds everything up to date.
+    # The first build holds the lock while it generates, until the second
+    # has said that it waits (not a fixed sleep: under load the second may
+    # start late); the second then finds everything up to date.
     edit(os.path.join(built_repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
-    slow = ("import time, codegen.incremental as i\n_u = i.update\n"
-            "def update(*a, **k):\n    time.sleep(3)\n    return _u(*a, **k)\n"
+    release = os.path.join(built_repo, "release")
+    slow = ("import os, time, codegen.incremental as i\n_u = i.update\n"
+            "def update(*a, **k):\n"
+            f"    deadline = time.monotonic() + 60\n"
+            f"    while not os.path.exists({release!r}) and time.monotonic() < deadline:\n"
+            "        time.sleep(0.02)\n"
+            "    return _u(*a, **k)\n"
             "i.update = update\nimport sys; sys.path.insert(0, '.')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
-    first = subprocess.Popen([sys.executable, "-c", slow + "import sys\nfrom SCons.Script.Main import main\n"
-                              "sys.exit(main())", *EXAMPLE_ARGS], cwd=built_repo, env=env,
+    run = "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())"
+    first = subprocess.Popen([sys.executable, "-c", slow + run, *EXAMPLE_ARGS], cwd=built_repo, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_until_locked(os.path.join(built_repo, GEN, ".autograd_lock"))
-    second = scons(built_repo, *EXAMPLE_ARGS)
+    second = subprocess.Popen([sys.executable, "-c", run, *EXAMPLE_ARGS], cwd=built_repo,
+                              env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    said = []
+    for line in second.stdout:  # until it says that it waits (or exits)
+        said.append(line)
+        if "waiting" in line:
+            break
+    with open(release, "w"):
+        pass
     out1, err1 = first.communicate(timeout=120)
+    out2, err2 = second.communicate(timeout=120)
+    out2 = "".join(said) + out2
     assert first.returncode == 0, err1
+    assert second.returncode == 0, err2
     # the waiting build names the first one's pid (the `python -c` running SCons)
-    assert f"being built by another process (pid {first.pid})" in second.stdout and "waiting" in second.stdout
-    assert any(o.startswith("edited_") for o in compiled(out1)) and compiled(second.stdout) == []
+    assert f"being built by another process (pid {first.pid})" in out2 and "waiting" in out2
+    assert any(o.startswith("edited_") for o in compiled(out1)) and compiled(out2) == []
 
 
 def test_dry_run_of_a_fresh_tree_with_the_precompiled_prelude_writes_nothing(tmp_path):

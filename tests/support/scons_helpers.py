@@ -8,7 +8,8 @@ import sys
 
 from support.spec_facts import REPO
 
-FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
+# -I -S: no site import (the stand-in needs only the standard library): ~0.1 s less per compile
+FAKE_CXX = f"{sys.executable} -I -S {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
 # `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
 TINY_ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
 _IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
