@@ -1,6 +1,6 @@
 """The tables of the tests that run the example's ops cover the specs: a
 new op in specs/ with no case fails here (no compiler needed), not silently
-unchecked while the README says every op is gradchecked.
+unchecked while docs/yaml-reference.md says every op is gradchecked.
 
 What each table must cover comes from the specs (tests/support/spec_facts.py); which
 Function a case exercises, from the case itself (the grad_fn name that

@@ -33,7 +33,7 @@ def built_repo(_built_example, tmp_path):
 
 def one_error_line(proc):
     """The single `scons: *** ...` line of a failed run (no traceback), which
-    exits 2 (SCons's code for a build error, as the README promises)."""
+    exits 2 (SCons's code for a build error, as docs/failures.md promises)."""
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = [x for x in proc.stderr.splitlines() if x.startswith("scons: ***")]
@@ -121,7 +121,7 @@ def test_report_counts_objects_in_a_build_folder_outside_the_checkout(tmp_path):
     assert n > 1 and f"{n} objects compiled in all ({n - 1} generated, 1 other)" in report(out)
 
 
-# The README's "bad specs" row, through `scons` on the example's own specs:
+# docs/failures.md's "bad specs" row, through `scons` on the example's own specs:
 # (what to change in derivatives.yaml, the text on the line the error must
 # name, what the line says).
 BAD_SPECS = {
@@ -307,7 +307,7 @@ def layout_of(root, *args):
 @pytest.mark.skipif((os.cpu_count() or 1) < 2,
                     reason="the default -j is the CPU count: on one CPU it cannot be told from -j1")
 def test_jobs_default_to_the_cpu_count_and_an_explicit_j_wins(tmp_path, monkeypatch, example_ops):
-    # The README's counts at -j jobs (UNITY=auto): the buckets fill the cores
+    # docs/compile-layout.md's counts at -j jobs (UNITY=auto): the buckets fill the cores
     # the binding TU and the example's kernels.cpp leave; one edit TU a job.
     n = len(example_ops.functions) + len(example_ops.kernels)
 
