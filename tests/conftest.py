@@ -9,7 +9,7 @@ Tiers (markers):
   slow      slow for another reason (large subprocess runs); still in the
             fast tier unless also `compile`, deselect with -m "not slow".
   cuda      builds the example with nvcc against torch 2.14.1 (a CUDA build) in
-            a second venv (tests/cuda/test_cuda_tier.py; also `compile`): `-m cuda`
+            a second venv (tests/nvcc/test_cuda_tier.py; also `compile`): `-m cuda`
             runs this tier alone; it skips, saying how to get them, without
             that venv or nvcc.
 """

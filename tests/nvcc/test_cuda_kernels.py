@@ -1,7 +1,7 @@
 """The example's CUDA kernels (specs/csrc/kernels_cuda.cu) as the loaded
 library registers them, under whichever torch runs this module: the
 installed CPU torch (the `.cu` file is left out, and so are its
-registrations), and torch 2.14.1 with CUDA, where tests/cuda/test_cuda_tier.py
+registrations), and torch 2.14.1 with CUDA, where tests/nvcc/test_cuda_tier.py
 runs this module (with test_extension_pt2.py and test_forward_ad.py)
 against its build.  With a GPU, the CUDA kernels' results and gradients
 are checked against the CPU kernels'."""
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.compile
 # The ops whose `dispatch:` names a CUDA kernel (specs/native_functions.yaml).
 CUDA_OPS = ["row_sum", "cube", "soft_clip"]
 NO_GPU = (f"no GPU visible to torch {torch.__version__} (torch.cuda.is_available() is False): "
-          "run the `cuda` tier (tests/cuda/test_cuda_tier.py) on a machine with a CUDA GPU")
+          "run the `cuda` tier (tests/nvcc/test_cuda_tier.py) on a machine with a CUDA GPU")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ or without nvcc.  Selected by `-m cuda`; also marked `compile`.
 One build for two architectures, then checks of that build: the objects
 hold SASS for each, the library loads with CUDA kernels registered, the
 example's full checks (gradcheck, opcheck, torch.compile, forward AD, and
-tests/cuda/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
+tests/nvcc/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
 torch 2.14.1.  A second clone sharing the CacheDir: all hits, then an
 architecture change recompiles the `.cu` object only, and a `dispatch:
 CUDA:` kernel that no source defines fails the load naming it."""
@@ -34,7 +34,7 @@ ARCHS = "8.0;9.0"
 ARGS = ("UNITY=2", "-j2", "OPT=-O0", "BUILD=build", "EXAMPLE=specs")
 CU_OBJECT = os.path.join("build", "example", "csrc", "kernels_cuda.os")
 LIBRARY = os.path.join("build", "example", "myops_ext.so")
-CHECKS = ["tests/cuda/test_cuda_kernels.py", "tests/example/test_extension_pt2.py", "tests/example/test_forward_ad.py"]
+CHECKS = ["tests/nvcc/test_cuda_kernels.py", "tests/example/test_extension_pt2.py", "tests/example/test_forward_ad.py"]
 
 
 @pytest.fixture(scope="module")
