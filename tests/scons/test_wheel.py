@@ -94,15 +94,21 @@ def venv(tmp_path_factory):
 
 
 def _fresh_venv(tmp, name):
-    """A venv with SCONS_MIN, PyYAML and xxhash from PyPI (skipped without it)."""
-    _run([sys.executable, "-m", "venv", str(tmp / name)], cwd=tmp)
-    py = str(tmp / name / "bin" / "python")
-    deps = _run([py, "-m", "pip", "install", "-q", f"scons=={SCONS_MIN}", "PyYAML", "xxhash"], cwd=tmp,
-                check=False)
-    if deps.returncode != 0:
-        pytest.skip("cannot install scons/PyYAML/xxhash from PyPI into a fresh venv (needs network access "
-                    f"or a pip index): {deps.stderr.strip().splitlines()[-1:]}")
-    return py
+    """A venv with SCONS_MIN, PyYAML and xxhash from PyPI (skipped without
+    it): a copy of one made once per folder (a venv finds itself from its
+    own pyvenv.cfg, so a copy is a venv of its own; creating one with pip and
+    installing the three costs ~6 s of CPU)."""
+    base = tmp / "venv-deps"
+    if not base.exists():
+        _run([sys.executable, "-m", "venv", str(base)], cwd=tmp)
+        deps = _run([str(base / "bin" / "python"), "-m", "pip", "install", "-q", f"scons=={SCONS_MIN}",
+                     "PyYAML", "xxhash"], cwd=tmp, check=False)
+        if deps.returncode != 0:
+            shutil.rmtree(base)
+            pytest.skip("cannot install scons/PyYAML/xxhash from PyPI into a fresh venv (needs network access "
+                        f"or a pip index): {deps.stderr.strip().splitlines()[-1:]}")
+    shutil.copytree(base, tmp / name, symlinks=True)
+    return str(tmp / name / "bin" / "python")
 
 
 def _host(tmp, name):
