@@ -17,8 +17,8 @@ distcc sends preprocessed text, so a precompiled header would not help the
 remote side.
 
 On one machine the "remote" daemon shares the local cores: this shows that
-the plumbing works (every TU is a remote job), not a speed-up.  The README's
-"Scaling out" section turns the per-job times into estimates for clusters.
+the plumbing works (every TU is a remote job), not a speed-up.  docs/benchmarks.md
+("Distributed builds") turns the per-job times into estimates for clusters.
 Needs Debian's distcc (`apt-get install distcc`).
 """
 

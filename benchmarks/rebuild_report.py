@@ -81,7 +81,7 @@ def summarize_runs(runs: dict, floor: dict, n_functions: int | None, jobs: int, 
     return res
 
 
-# The example's edit loop (README: What an edit costs): scenario, what, at
+# The example's edit loop (docs/benchmarks.md): scenario, what, at
 # most wall seconds, at most header parses.
 LOOP_TARGETS = (("cold_example", "cold build", 45, 6.5),
                 ("example_first", "1 formula edited, first time", 8, 0.8),
@@ -105,7 +105,7 @@ def loop_criteria(sc: dict, unit: float | None) -> list[dict]:
 
 
 def criteria(sc: dict, unit: float | None = None) -> list[dict]:
-    """The targets the README states, met or not."""
+    """The targets docs/benchmarks.md states, met or not."""
     out = loop_criteria(sc, unit)
     f1 = sc.get("formula1", {})
     if f1.get("speedup"):

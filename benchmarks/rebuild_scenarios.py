@@ -111,7 +111,7 @@ SCENARIOS = [s for pair in zip(_loop(True), _loop(False)) for s in pair] + [  # 
              quick_torchgen=True),
     Scenario("cold_build", "cold build of torch's Functions (scons UNITY=N; torchgen: Functions.cpp), -j2",
              cold=True, sides=("ours_full", "torchgen"), real="always", long=True, quick=False),
-    # On one machine this shows the plumbing, not a speed-up (README: Scaling out).
+    # On one machine this shows the plumbing, not a speed-up (docs/scaling-out.md).
     Scenario("distcc_cold", "cold build of torch's Functions through distcc, loopback daemon, -j8",
              cold=True, sides=("distcc",), long=True, quick=False),
     Scenario("noop", "no-op", expect=(0, 0, 0), sides=EDIT_SIDES + ("empty",), quick_torchgen=True),

@@ -30,7 +30,7 @@ def add_variables(vars):
         S.PathVariable("BUILD", "build folder", "build", S.PathVariable.PathAccept),
         ("CXX", "C++ compiler, also used to link", "g++"),
         ("OPT", "optimisation flags", "-O2"),
-        ("UNITY", "compile layout: auto = buckets sized from the op count and -j (README); "
+        ("UNITY", "compile layout: auto = buckets sized from the op count and -j (docs/compile-layout.md); "
                   "N = N unity buckets; 0 = one TU per op", "auto"),
         ("FUSE_LD", "linker (-fuse-ld=...): auto = gold when installed (3x faster than bfd on the "
                     "711 objects of SPECS=torch), bfd, gold, lld", "auto"),
@@ -70,7 +70,7 @@ def environment(vars, cuda):
     # The precompiled prelude, for both spec sets: a formula edit then costs one
     # edit TU against it (~0.5 header parses instead of ~1.2), and the cold
     # build pays the precompile (~2 parses) on the core the buckets leave idle
-    # (README: Compile layout).  The .gch is GCC's format: clang is left alone.
+    # (docs/compile-layout.md).  The .gch is GCC's format: clang is left alone.
     cxx = os.path.basename((shlex.split(env.subst("$CXX")) or [""])[0])
     pch = env["PCH"] == "1" or (env["PCH"] == "auto" and "clang" not in cxx)
     env["AUTOGRAD_EXAMPLE_PCH"] = pch  # specs/SConscript

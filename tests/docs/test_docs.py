@@ -1,0 +1,167 @@
+"""The README and docs/ stay true to the tree: every relative link resolves
+(file and #anchor), every repository path they name exists, the README's
+options table and `scons -h` list the same variables, the README's test
+command is the one CI runs, and the README's quickstart extension generates
+(and, marked `compile`, builds, loads and differentiates)."""
+
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from support.scons_helpers import clone, scons
+from support.spec_facts import REPO
+
+README = os.path.join(REPO, "README.md")
+PAGES = [README] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+# A path into this repository written in backquotes or as a link text.
+REPO_PATH = re.compile(r"(?<![\w./-])((?:codegen|site_scons|tests|benchmarks|specs|docs|\.ci)/[\w./-]*\w)")
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def prose(text):
+    """The text outside fenced code blocks (links in code are not links)."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+
+
+def uncommented(text):
+    """The text outside HTML comments (notes to the editors, not to readers)."""
+    return re.sub(r"<!--.*?-->", "", text, flags=re.S)
+
+
+def anchors(path):
+    """GitHub's anchors of a markdown file's headings: lower case, spaces to
+    '-', punctuation other than '-' and '_' dropped, repeats numbered."""
+    seen, out = {}, set()
+    for line in prose(read(path)).splitlines():
+        m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not m:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", m[1].strip().lower().replace("`", "")).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def test_the_docs_exist_and_the_readme_is_a_front_door():
+    assert len(PAGES) > 5, PAGES
+    assert len(read(README).splitlines()) <= 250
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, REPO))
+def test_every_relative_link_resolves_inside_the_repo(page):
+    bad = []
+    for target in LINK.findall(uncommented(prose(read(page)))):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(page), file)) if file else page
+        if os.path.relpath(dest, REPO).startswith(".."):
+            bad.append(f"{target}: outside the repository")
+        elif not os.path.exists(dest):
+            bad.append(f"{target}: no such file")
+        elif anchor and (not dest.endswith(".md") or anchor not in anchors(dest)):
+            bad.append(f"{target}: no heading #{anchor} in {os.path.relpath(dest, REPO)}")
+    assert not bad, f"{os.path.relpath(page, REPO)}: " + "; ".join(bad)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, REPO))
+def test_every_path_named_exists(page):
+    text = uncommented(read(page))
+    missing = sorted({p for p in REPO_PATH.findall(text)
+                      if not glob.glob(os.path.join(REPO, p.rstrip(".")))
+                      and not re.search(r"[<*]", p)})
+    assert not missing, f"{os.path.relpath(page, REPO)} names paths that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, REPO))
+def test_the_docs_say_behaviour_not_test_function_names(page):
+    named = re.findall(r"::test_\w+|\btest_\w+\*", read(page))
+    assert not named, f"{os.path.relpath(page, REPO)} cites test functions (say what they check): {named}"
+
+
+def options_table():
+    """The variables (`NAME=`) in the first column of the README's options table."""
+    section = read(README).split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert rows, "no options table under '## Options' in README.md"
+    return {name for row in rows for name in re.findall(r"\b([A-Z][A-Z0-9_]+)=", row.split(" | ")[0])}
+
+
+@pytest.fixture(scope="module")
+def scons_help(tmp_path_factory):
+    """`scons -h` of this checkout (its build folder in a temporary one)."""
+    return scons(REPO, "-h", "-Q", f"BUILD={tmp_path_factory.mktemp('help')}").stdout
+
+
+def test_the_options_table_and_scons_help_list_the_same_variables(scons_help):
+    helped = set(re.findall(r"^([A-Z][A-Z0-9_]+): ", scons_help, flags=re.M))
+    assert "UNITY" in helped, scons_help[-2000:]
+    table = options_table()
+    assert table - helped == set(), "in the README's options table, not in `scons -h`"
+    assert helped - table == set(), "in `scons -h`, not in the README's options table"
+
+
+def test_the_readme_test_command_is_what_ci_runs():
+    ci = re.findall(r"^(python -m pytest.*?)(?: \|\|.*)?$", read(os.path.join(REPO, ".ci", "run")), flags=re.M)
+    assert ci == ["python -m pytest -q"], ci
+    section = read(README).split("\n## Tests\n", 1)[1].split("\n## ", 1)[0]
+    commands = [line.split("#")[0].strip() for line in section.splitlines() if line.startswith("    python -m pytest")]
+    assert commands and commands[0] == ci[0], commands
+
+
+def quickstart_files():
+    """relpath -> text of the README's fenced blocks whose first line names a
+    file under myext/ (`# myext/...` or `// myext/...`)."""
+    files = {}
+    for block in re.findall(r"^```\w*\n(.*?)^```", read(README), flags=re.M | re.S):
+        m = re.match(r"(?:#|//) (myext/\S+)\n", block)
+        if m:
+            files[m[1]] = block
+    return files
+
+
+def write_quickstart(root):
+    files = quickstart_files()
+    assert sorted(files) == ["myext/SConscript", "myext/csrc/cube.cpp", "myext/derivatives.yaml",
+                             "myext/native_functions.yaml"], sorted(files)
+    for rel, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write(text)
+    return os.path.join(root, "myext")
+
+
+def test_the_quickstart_extension_generates_its_function_and_kernel(tmp_path):
+    ext = write_quickstart(tmp_path)
+    out = tmp_path / "gen"
+    subprocess.run([sys.executable, "-m", "codegen", "generate", "--native-functions",
+                    os.path.join(ext, "native_functions.yaml"), "--derivatives",
+                    os.path.join(ext, "derivatives.yaml"), "--out", str(out)],
+                   cwd=REPO, check=True, capture_output=True, text=True)
+    assert (out / "functions" / "CubeBackward0.cpp").exists()
+    header = (out / "ops" / "myext_cube.h").read_text()
+    assert re.search(r"namespace myext::native \{.*at::Tensor cube\(const at::Tensor & self\)", header, re.S), header
+
+
+@pytest.mark.compile
+def test_the_quickstart_builds_loads_and_differentiates(tmp_path):
+    root = clone(tmp_path / "repo")
+    write_quickstart(root)
+    scons(root, "-j2", "EXAMPLE=myext", "OPT=-O0")
+    blocks = re.findall(r"^```python\n(.*?)^```", read(README), flags=re.M | re.S)
+    use = next(b for b in blocks if "myext.so" in b)
+    code = "".join(f"print(repr({line.split('#')[0].strip()}))\n" if line.startswith(("y.grad_fn", "torch.autograd.gradcheck"))
+                   else line + "\n" for line in use.splitlines())
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["'CubeBackward0'", "True"], proc.stdout

@@ -1,0 +1,154 @@
+"""The parsed native_functions.yaml kept between updates (codegen/native_cache.py):
+a formula edit does not parse native_functions.yaml again, and whatever the
+cache holds, an update generates what a cold one does."""
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+
+import pytest
+
+from support import scenarios
+from codegen import incremental, native_cache, native_records
+from codegen.emit.options import EmitOptions
+from codegen.incremental import Request
+from codegen.native_cache import NATIVE_CACHE
+from support.scons_helpers import tree
+from support.spec_facts import REPO
+
+REQUEST = Request(EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",)),
+                  jobs=2, override=True)
+
+
+class Example:
+    """A copy of the example specs, an output folder, and a count of parses."""
+
+    def __init__(self, root, monkeypatch):
+        shutil.copytree(os.path.join(REPO, "specs"), root)
+        self.nf, self.d = str(root / "native_functions.yaml"), str(root / "derivatives.yaml")
+        self.out = str(root / "gen")
+        self.parses = 0
+        real = native_cache.parse_native_functions
+
+        def counting(*a, **k):
+            self.parses += 1
+            return real(*a, **k)
+        monkeypatch.setattr(native_cache, "parse_native_functions", counting)
+
+    def update(self, out=None, **kw):
+        return incremental.update(out or self.out, self.nf, self.d, None, Request(**{**REQUEST.__dict__, **kw}))
+
+    def cold(self, tmp_path):
+        """The per-unit files (and shared headers) a cold update of the same
+        specs generates; the unity TUs depend on the history (edit TUs)."""
+        out = str(tmp_path / "cold")
+        shutil.rmtree(out, ignore_errors=True)
+        self.update(out)
+        return units(out)
+
+
+def units(out):
+    return {rel: text for rel, text in tree(out).items() if not rel.startswith("unity/")}
+
+
+@pytest.fixture
+def ex(tmp_path, monkeypatch):
+    e = Example(tmp_path / "example", monkeypatch)
+    e.update()
+    assert e.parses == 1 and os.path.isfile(os.path.join(e.out, NATIVE_CACHE))
+    e.parses = 0
+    return e
+
+
+def test_a_formula_edit_does_not_parse_native_functions_again(ex, tmp_path):
+    scenarios.edit(ex.d, "self: grad * alpha\n", "self: grad * alpha * 2\n")
+    r = ex.update()
+    assert r.parsed and r.regenerated == ["ScaleBackward0"] and ex.parses == 0
+    assert units(ex.out) == ex.cold(tmp_path)
+
+
+def test_a_native_functions_edit_parses_again(ex, tmp_path):
+    # a new defaulted argument: the schema (and so the Function's header) changes
+    scenarios.edit(ex.nf, "scale(Tensor self, Scalar alpha)", "scale(Tensor self, Scalar alpha, *, bool fast=False)")
+    scenarios.edit(ex.d, "scale(Tensor self, Scalar alpha)", "scale(Tensor self, Scalar alpha, *, bool fast=False)")
+    r = ex.update()
+    assert ex.parses == 1 and "ScaleBackward0" in r.regenerated
+    assert "fast" in open(os.path.join(ex.out, "functions", "ScaleBackward0.h")).read()
+    assert units(ex.out) == ex.cold(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "directory"])
+def test_a_damaged_cache_is_a_miss(ex, tmp_path, damage):
+    path = os.path.join(ex.out, NATIVE_CACHE)
+    data = open(path, "rb").read()
+    os.unlink(path)
+    if damage == "directory":
+        os.mkdir(path)
+    else:
+        open(path, "wb").write({"truncated": data[: len(data) // 2], "garbage": b"\x80\x04 not a pickle",
+                                "empty": b""}[damage])
+    scenarios.edit(ex.d, "self: grad * alpha\n", "self: grad * alpha * 3\n")
+    r = ex.update()
+    assert r.regenerated == ["ScaleBackward0"] and ex.parses == 1
+    assert units(ex.out) == ex.cold(tmp_path)
+
+
+class _Planted:
+    """Unpickling this runs `touch <marker>`: what a planted pickle could do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (subprocess.call, (["touch", self.marker],))
+
+
+@pytest.mark.parametrize("payload", ["pickle", "json of another shape", "json of another class"])
+def test_a_planted_cache_is_a_miss_and_never_runs(ex, tmp_path, payload):
+    """A cache file with the right key line (copied from the real one) and a
+    body that is not an encoded spec: a pickle that runs a command when
+    unpickled, JSON of something else, JSON naming a class outside the
+    parse's records."""
+    path, marker = os.path.join(ex.out, NATIVE_CACHE), str(tmp_path / "ran")
+    with open(path, "rb") as f:
+        key_line = f.readline()
+    body = {"pickle": pickle.dumps(_Planted(marker)),
+            "json of another shape": json.dumps({"functions": []}).encode(),
+            "json of another class": json.dumps([[["Popen", [["touch", marker]]]], {"o": 0}]).encode()}[payload]
+    with open(path, "wb") as f:
+        f.write(key_line + body)
+    scenarios.edit(ex.d, "self: grad * alpha\n", "self: grad * alpha * 3\n")
+    r = ex.update()
+    assert not os.path.exists(marker)
+    assert r.regenerated == ["ScaleBackward0"] and ex.parses == 1   # a miss: parsed again
+    assert units(ex.out) == ex.cold(tmp_path)
+    with open(path, "rb") as f:
+        assert f.readline() == key_line and json.loads(f.read())   # rewritten as data
+
+
+def test_the_records_round_trip_torch_specs(torch_specs):
+    """Every field of every record, the raw yaml entries, and which records
+    are one object (a NativeFunction in `functions`, `ordered` and its view
+    group) come back from the format."""
+    nf = torch_specs[0]
+    with open(nf) as f:
+        spec = native_cache.parse_native_functions(nf, f.read(), None)
+    back = native_records.decode(json.loads(json.dumps(native_records.encode(spec))))
+    assert back == spec and [f.raw for f in back.functions] == [f.raw for f in spec.functions]
+    ids = {id(f) for f in back.functions}
+    assert all(id(f) in ids for f in back.ordered)
+    assert all(id(f) in ids for g in back.view_groups for f in g.functions())
+
+
+def test_bad_input_and_dry_runs_leave_no_cache(tmp_path, monkeypatch):
+    e = Example(tmp_path / "example", monkeypatch)
+    good = open(e.d).read()
+    scenarios.edit(e.d, "self: grad * alpha\n", "self: [grad * alpha\n")  # a YAML error
+    with pytest.raises(Exception):
+        e.update()
+    assert not os.path.exists(os.path.join(e.out, NATIVE_CACHE))
+    open(e.d, "w").write(good)
+    e.update(dry_run=True)
+    assert not os.path.exists(os.path.join(e.out, NATIVE_CACHE))

@@ -1,0 +1,139 @@
+"""The `cuda` tier: the example built with its CUDA kernels by the real nvcc
+against torch 2.14.1 (a CUDA 13.0 build), in a second virtual environment
+(tests/support/cuda_helpers.py: `AGF_CUDA_VENV`, or the one .ci/run creates), from a
+fresh clone.  Skips, saying how to get what is missing, without that venv
+or without nvcc.  Selected by `-m cuda`; also marked `compile`.
+
+One build for two architectures, then checks of that build: the objects
+hold SASS for each, the library loads with CUDA kernels registered, the
+example's full checks (gradcheck, opcheck, torch.compile, forward AD, and
+tests/nvcc/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
+torch 2.14.1.  A second clone sharing the CacheDir: all hits, then an
+architecture change recompiles the `.cu` object only, and a `dispatch:
+CUDA:` kernel that no source defines fails the load naming it."""
+
+import os
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from support.cuda_helpers import cuda_venv
+from support.scons_helpers import REPO, clone, compiled, edit, scons
+
+sys.path.insert(0, os.path.join(REPO, "site_scons"))
+import cuda_flags  # noqa: E402
+
+pytestmark = [pytest.mark.cuda, pytest.mark.compile]
+
+ARCHS = "8.0;9.0"
+# As tests/support/example_build.py builds (BUILD=$AGF_TEST_BUILD_SPECS), so that
+# the checks run below find this build up to date.
+ARGS = ("UNITY=2", "-j2", "OPT=-O0", "BUILD=build", "EXAMPLE=specs")
+CU_OBJECT = os.path.join("build", "example", "csrc", "kernels_cuda.os")
+LIBRARY = os.path.join("build", "example", "myops_ext.so")
+CHECKS = ["tests/nvcc/test_cuda_kernels.py", "tests/example/test_extension_pt2.py", "tests/example/test_forward_ad.py"]
+
+
+@pytest.fixture(scope="module")
+def venv():
+    python, why = cuda_venv()
+    if python is not None and cuda_flags.find_nvcc(os.environ) is None:
+        why = ("no nvcc ($CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda/bin): install the CUDA 13 "
+               "toolkit or set CUDA_HOME")
+    if why:
+        # .ci/run sets it: there the tier must run.
+        (pytest.fail if os.environ.get("AGF_CUDA_TIER_REQUIRED") else pytest.skip)(why)
+    return python
+
+
+def build(root, python, archs=ARCHS, *extra):
+    start = time.monotonic()
+    proc = scons(root, *ARGS, *extra, python=python, environ={"TORCH_CUDA_ARCH_LIST": archs})
+    print(f"scons {' '.join(extra)} TORCH_CUDA_ARCH_LIST={archs}: {time.monotonic() - start:.1f} s wall")
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def first(venv, tmp_path_factory):
+    """(clone, CacheDir, the first build's stdout)."""
+    tmp = tmp_path_factory.mktemp("cuda-tier")
+    root = clone(tmp / "a", torch_facts=False)  # the venv's torch answers for itself
+    cache = str(tmp / "cache")
+    return root, cache, build(root, venv, ARCHS, f"CACHEDIR={cache}")
+
+
+def in_venv(python, root, code):
+    return subprocess.run([python, "-c", code], cwd=root, capture_output=True, text=True)
+
+
+def fatbin_sass(obj):
+    """The SASS architectures in an object's CUDA fat binary (`.nv_fatbin`):
+    each entry's header gives its kind (2: ELF, 1: PTX) and its `sm`."""
+    out = obj + ".fatbin"
+    subprocess.run(["objcopy", "-O", "binary", "--only-section=.nv_fatbin", obj, out], check=True)
+    with open(out, "rb") as f:
+        data = f.read()
+    found, off = [], 0
+    while off + 16 <= len(data):
+        magic, _, header, size = struct.unpack_from("<IHHQ", data, off)
+        assert magic == 0xBA55ED50, hex(magic)
+        p, end = off + header, off + header + size
+        while p < end:
+            kind, _, entry_header, padded = struct.unpack_from("<HHII", data, p)
+            if kind == 2:
+                found.append(struct.unpack_from("<I", data, p + 28)[0])
+            p += entry_header + padded
+        off = end
+    return sorted(found)
+
+
+def test_the_cu_is_compiled_by_nvcc_for_each_architecture(first):
+    root, _, out = first
+    [line] = [x for x in out.splitlines() if "nvcc" in x and "kernels_cuda.cu" in x]
+    assert "-gencode=arch=compute_80,code=sm_80" in line and "-gencode=arch=compute_90,code=sm_90" in line
+    assert fatbin_sass(os.path.join(root, CU_OBJECT)) == [80, 90]
+
+
+def test_the_library_loads_with_cuda_kernels_registered(first, venv):
+    root = first[0]
+    code = ("import sys, torch; sys.path.insert(0, 'specs/python'); import myops; myops.load(sys.argv[1]); "
+            "print([op for op in ('row_sum', 'cube', 'soft_clip', 'bmul') if any(l.startswith('CUDA: registered') "
+            "for l in torch._C._dispatch_dump('myops::' + op).splitlines())])")
+    proc = subprocess.run([venv, "-c", code, LIBRARY], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "['row_sum', 'cube', 'soft_clip']"
+
+
+def test_a_second_build_compiles_nothing(first, venv):
+    assert compiled(build(first[0], venv)) == []
+
+
+def test_the_example_checks_pass_under_torch_2_14(first, venv):
+    root = first[0]
+    env = dict(os.environ, AGF_TEST_BUILD_SPECS="build", TORCH_CUDA_ARCH_LIST=ARCHS)
+    proc = subprocess.run([venv, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *CHECKS],
+                          cwd=root, capture_output=True, text=True, env=env)
+    print(proc.stdout[-3000:])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert " failed" not in proc.stdout and " passed" in proc.stdout
+
+
+def test_a_second_clone_hits_the_cache_and_an_arch_change_recompiles_the_cu_only(first, venv, tmp_path):
+    _, cache, _ = first
+    root = clone(tmp_path / "b", torch_facts=False)
+    hits = build(root, venv, ARCHS, f"CACHEDIR={cache}")
+    assert compiled(hits) == [] and f"Retrieved `{CU_OBJECT}' from cache" in hits
+    out = build(root, venv, "9.0", f"CACHEDIR={cache}")
+    assert compiled(out) == ["kernels_cuda.os"]
+    assert fatbin_sass(os.path.join(root, CU_OBJECT)) == [90]
+    assert compiled(build(root, venv, "9.0")) == []
+
+    # A CUDA kernel that no source defines: the load names it.
+    edit(os.path.join(root, "specs", "native_functions.yaml"), "    CompositeExplicitAutograd: masked_scale\n",
+         "    CompositeExplicitAutograd: masked_scale\n    CUDA: masked_scale_cuda\n")
+    build(root, venv, "9.0")
+    proc = in_venv(venv, root, f"import torch; torch.ops.load_library({LIBRARY!r})")
+    assert proc.returncode != 0 and "undefined symbol" in proc.stderr and "masked_scale_cuda" in proc.stderr

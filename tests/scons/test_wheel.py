@@ -1,0 +1,232 @@
+"""The installed distribution carries everything an embedding build needs.
+
+A wheel of this checkout (`pip wheel --no-deps`) is installed into a fresh
+venv (no system site-packages, this checkout nowhere on its sys.path), with
+the oldest SCons the tool supports; a host SConstruct in a temporary folder
+outside the checkout loads the tool and its helpers from the installed
+`autograd_scons` package, generates a tiny extension's Functions and
+compiles and links them with the stand-in compiler; `python -m codegen`
+works from the wheel; no module is ever imported from the checkout; and an
+editable install of the same source generates the same files.
+An SCons older than the tool supports is refused in one line.
+
+Needs PyPI (scons, PyYAML, xxhash for the venv): without it, skipped.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from support.scons_helpers import compiled, report, tree
+from test_scons_embedding import DERIVATIVES, NATIVE  # the same one-op host extension
+from support.spec_facts import REPO
+
+pytestmark = pytest.mark.slow  # a wheel build and a venv (~30 s); the stand-in compiler
+
+SCONS_MIN = "4.5.2"  # site_scons/autograd_compat.py: MIN_SCONS
+FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.py")  # copied into the host folder, not imported
+
+# No torch here: flags are set by hand, as the stand-in builds need none.
+SCONSTRUCT = """
+import json, os, sys
+import autograd_scons
+from autograd_scons import torch_flags, verified_cache  # the helpers load (torch_flags needs torch to run)
+
+cxx = sys.executable + " " + os.path.abspath("fakecxx.py")
+env = Environment(tools=["gcc", "g++", "gnulink", "ar"], CXX=cxx, SHCXX=cxx, LINK=cxx, SHLINK=cxx,
+                  ENV={"PATH": os.environ["PATH"]})
+env.SConsignFile("build/.sconsign")
+env.CacheDir("build/cache", verified_cache.VerifiedCacheDir)
+env.Tool("autograd_functions", toolpath=[autograd_scons.TOOLPATH])
+functions = env.AutogradFunctions("build/gen", native_functions="spec/native_functions.yaml",
+                                  derivatives="spec/derivatives.yaml", namespace="host::grad")
+Default(env.SharedLibrary("build/hostops", functions + ["own.cpp"]))
+# the library builder too (its no-op stamp: autograd_stamp)
+Default(env.AutogradLibrary("build/hostfns", "build/gen_lib", native_functions="spec/native_functions.yaml",
+                            derivatives="spec/derivatives.yaml", namespace="host::lib"))
+tool = env.AutogradFunctions.method.__code__.co_filename
+files = {name: getattr(m, "__file__", None) for name, m in list(sys.modules.items())}
+with open("modules.json", "w") as f:
+    json.dump({"tool": tool, "files": files, "toolpath": autograd_scons.TOOLPATH}, f)
+"""
+
+
+def _run(cmd, cwd, check=True, **more_env):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")
+           and not k.startswith(("AUTOGRAD_", "SCONS"))}
+    env.update(more_env)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))} exited {proc.returncode}\n"
+                             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def _checkout_files():
+    """The working tree as a fresh clone has it (tracked, and untracked not ignored)."""
+    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    return [p for p in out.split("\0") if p and os.path.isfile(os.path.join(REPO, p))]
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    """(venv python, its site-packages, the folder, the source copy the wheel
+    was built from), with the wheel and SCONS_MIN installed."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"  # a copy: building in the checkout would leave build/ and egg-info behind
+    for rel in _checkout_files():
+        os.makedirs(src / os.path.dirname(rel), exist_ok=True)
+        shutil.copy2(os.path.join(REPO, rel), src / rel)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+          "-w", str(tmp / "dist"), str(src)], cwd=tmp)
+    wheels = os.listdir(tmp / "dist")
+    assert len(wheels) == 1 and wheels[0].endswith(".whl")
+    py = _fresh_venv(tmp, "venv")
+    _run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(tmp / "dist" / wheels[0])], cwd=tmp)
+    site = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp).stdout.strip()
+    return py, site, tmp, src
+
+
+def _fresh_venv(tmp, name):
+    """A venv with SCONS_MIN, PyYAML and xxhash from PyPI (skipped without
+    it): a copy of one made once per folder (a venv finds itself from its
+    own pyvenv.cfg, so a copy is a venv of its own; creating one with pip and
+    installing the three costs ~6 s of CPU)."""
+    base = tmp / "venv-deps"
+    if not base.exists():
+        _run([sys.executable, "-m", "venv", str(base)], cwd=tmp)
+        deps = _run([str(base / "bin" / "python"), "-m", "pip", "install", "-q", f"scons=={SCONS_MIN}",
+                     "PyYAML", "xxhash"], cwd=tmp, check=False)
+        if deps.returncode != 0:
+            shutil.rmtree(base)
+            pytest.skip("cannot install scons/PyYAML/xxhash from PyPI into a fresh venv (needs network access "
+                        f"or a pip index): {deps.stderr.strip().splitlines()[-1:]}")
+    shutil.copytree(base, tmp / name, symlinks=True)
+    return str(tmp / name / "bin" / "python")
+
+
+def _host(tmp, name):
+    host = tmp / name
+    (host / "spec").mkdir(parents=True)
+    (host / "spec" / "native_functions.yaml").write_text(NATIVE)
+    (host / "spec" / "derivatives.yaml").write_text(DERIVATIVES)
+    (host / "own.cpp").write_text('#include "functions/ScaleBackward0.h"\n')
+    (host / "SConstruct").write_text(SCONSTRUCT)
+    shutil.copy(FAKE_CXX, host / "fakecxx.py")
+    return host
+
+
+def _from_checkout(files):
+    repo = os.path.realpath(REPO) + os.sep
+    return sorted(n for n, f in files.items() if f and os.path.realpath(f).startswith(repo))
+
+
+def test_installed_tool_builds_an_embedding_sconstruct(venv):
+    py, site, tmp, src = venv
+    host = _host(tmp, "host")
+    r = _run([py, "-m", "SCons", "-Q", "-j2"], cwd=host)
+    assert "ScaleBackward0" in (host / "build" / "gen" / "Functions.h").read_text()
+    assert (host / "build" / "libhostops.so").is_file() and (host / "build" / "libhostfns.so").is_file()
+    assert "own.os" in compiled(r.stdout) and len(compiled(r.stdout)) >= 2  # ours + the generated TU(s)
+    assert any(line.startswith("build/gen: 1 Functions + 1 op kernels: 2 regenerated") for line in report(r.stdout))
+    seen = json.loads((host / "modules.json").read_text())
+    files = seen["files"]
+    site = os.path.realpath(site) + os.sep
+    for mod in ("codegen", "codegen.incremental", "autograd_scons", "autograd_scons.verified_cache",
+                "autograd_stamp", "SCons"):
+        assert files.get(mod) and os.path.realpath(files[mod]).startswith(site), (mod, files.get(mod))
+    assert os.path.realpath(seen["tool"]) == os.path.join(site, "autograd_scons", "site_tools",
+                                                          "autograd_functions.py")
+    assert _from_checkout(files) == []
+    # an editable install of the same source generates the same files
+    ed = _fresh_venv(tmp, "venv-editable")
+    _run([ed, "-m", "pip", "install", "-q", "--no-deps", "-e", str(src)], cwd=tmp)
+    ed_host = _host(tmp, "host-editable")
+    _run([ed, "-m", "SCons", "-Q", "-j2"], cwd=ed_host)
+    assert tree(ed_host / "build" / "gen") == tree(host / "build" / "gen")
+    ed_files = json.loads((ed_host / "modules.json").read_text())["files"]
+    assert os.path.realpath(ed_files["codegen"]) == os.path.join(os.path.realpath(src), "codegen", "__init__.py")
+    assert os.path.realpath(ed_files["autograd_scons"]) == os.path.join(os.path.realpath(src), "site_scons",
+                                                                        "__init__.py")
+    # a second run: up to date, nothing compiled
+    again = _run([py, "-m", "SCons", "-Q", "-j2"], cwd=host)
+    assert compiled(again.stdout) == [] and "inputs unchanged (specs not parsed)" in again.stdout
+    assert "library up to date since its last build" in again.stdout
+
+
+def test_python_m_codegen_runs_from_the_wheel(venv):
+    py, site, tmp, _ = venv
+    host = _host(tmp, "cli")
+    code = textwrap.dedent("""
+        import runpy, sys
+        sys.argv = ["codegen"] + sys.argv[1:]
+        try:
+            runpy.run_module("codegen", run_name="__main__")
+        finally:
+            import json
+            print(json.dumps({n: getattr(m, "__file__", None) for n, m in list(sys.modules.items())}))
+    """)
+    r = _run([py, "-c", code, "generate", "--native-functions", "spec/native_functions.yaml",
+              "--derivatives", "spec/derivatives.yaml", "--out", "gen", "--quiet"], cwd=host)
+    assert (host / "gen" / "functions" / "ScaleBackward0.cpp").is_file()
+    files = json.loads(r.stdout.strip().splitlines()[-1])
+    assert os.path.realpath(files["codegen"]).startswith(os.path.realpath(site) + os.sep)
+    assert _from_checkout(files) == []
+    plain = _run([py, "-m", "codegen", "--help"], cwd=host)
+    assert "generate" in plain.stdout
+
+
+def test_an_scons_older_than_supported_is_one_line(venv):
+    py, _, tmp, _ = venv
+    host = _host(tmp, "old")
+    prelude = "import SCons; SCons.__version__ = '4.4.0'\nimport sys\nfrom SCons.Script.Main import main\nmain()"
+    r = _run([py, "-c", prelude, "-Q"], cwd=host, check=False)
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines == ["scons: *** the autograd_functions tool needs SCons >= 4.5, this is SCons 4.4.0 "
+                     "(pip install 'scons>=4.5')"], r.stderr
+    assert not (host / "build" / "gen").exists()
+
+
+def test_a_checkout_uses_its_own_code_not_the_installed_copy(venv, tmp_path):
+    """`scons` in a checkout, with another copy installed ahead of it (the
+    wheel's site-packages on PYTHONPATH; this interpreter for torch's facts):
+    the checkout's generator and helpers are used, never the installed ones."""
+    _, site, _, _ = venv
+    from support.scons_helpers import TINY_ARGS, clone
+    repo = clone(tmp_path / "repo")
+    dump = ("import atexit, json, sys\n"
+            "atexit.register(lambda: open('modules.json', 'w').write(json.dumps("
+            "{n: getattr(m, '__file__', None) for n, m in list(sys.modules.items())})))\n"
+            "from SCons.Script.Main import main\nmain()")
+    r = _run([sys.executable, "-c", dump, "-Q", *TINY_ARGS], cwd=repo, PYTHONPATH=site)
+    assert "3 Functions: 3 regenerated" in r.stdout
+    files = json.loads(open(os.path.join(repo, "modules.json")).read())
+    mine = os.path.realpath(repo) + os.sep
+    for mod in ("codegen", "codegen.incremental", "torch_flags", "SCons.Tool.autograd_functions"):
+        if mod in files or mod.startswith("codegen"):
+            assert os.path.realpath(files[mod]).startswith(mine), (mod, files[mod])
+    assert not [n for n, f in files.items() if f and os.path.realpath(f).startswith(os.path.realpath(site))
+                and n.split(".")[0] in ("codegen", "autograd_scons")]
+
+
+def test_a_generator_imported_from_elsewhere_is_one_line(venv, tmp_path):
+    """The checkout's tool, in a build that already imported the installed
+    codegen: it stops in one line naming both, never mixes the two."""
+    _, site, _, _ = venv
+    from support.scons_helpers import TINY_ARGS, clone
+    repo = clone(tmp_path / "repo")
+    prelude = (f"import sys\nsys.path.insert(0, {site!r})\nimport codegen\nsys.path.pop(0)\n"
+               "from SCons.Script.Main import main\nmain()")
+    r = _run([sys.executable, "-c", prelude, "-Q", *TINY_ARGS], cwd=repo, check=False)
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("scons: *** autograd_functions tool ") and \
+        f"already imported codegen from {os.path.join(site, 'codegen')}" in lines[0], r.stderr
+    assert not os.path.exists(os.path.join(repo, "build", "example", "gen"))

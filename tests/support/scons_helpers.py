@@ -1,0 +1,107 @@
+"""Helpers for the tests that run SCons on copies of this repo (not a test module)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from support.spec_facts import REPO
+
+# -I -S: no site import (the stand-in needs only the standard library): ~0.1 s less per compile
+FAKE_CXX = f"{sys.executable} -I -S {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
+# `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
+TINY_ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
+_IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
+                                 ".sconsign*", "compile_commands.json", ".benchmarks")
+
+
+_FACTS: list = []  # the torch facts file, asked of torch once per test session
+
+
+def clone(dst, torch_facts=True):
+    """A copy of the working tree, as a second checkout would be; with
+    `torch_facts`, its default build folder already holds the facts the
+    SConstruct asks of torch (torch_flags.torch_facts: a 2 s `import torch`
+    in a subprocess, which is not what these tests are about)."""
+    shutil.copytree(REPO, dst, ignore=_IGNORE)
+    if torch_facts:
+        if not _FACTS:  # next to the first clone (a test's temporary folder)
+            from support.spec_facts import torch_flags
+            path = os.path.join(os.path.dirname(os.path.abspath(dst)), "torch_facts.json")
+            torch_flags.torch_facts(path)
+            _FACTS.append(path)
+        os.makedirs(os.path.join(dst, "build"))
+        shutil.copy(_FACTS[0], os.path.join(dst, "build", ".torch.json"))
+    return str(dst)
+
+
+def scons(cwd, *args, prelude="", check=True, python=sys.executable, environ=None):
+    """Run SCons (`python`, by default this interpreter) in cwd; `prelude`
+    is Python run first in the same process (to inject faults); `environ`:
+    variables to set (None: unset) for it."""
+    cmd = [python, "-c", prelude + "\nimport sys\nfrom SCons.Script.Main import main\n"
+           "sys.exit(main())", *args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
+    for k, v in (environ or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"scons {' '.join(args)} exited {proc.returncode}\n"
+                             f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def compiled(out):
+    """Objects compiled in a build log: `-o X.os ... -c` lines."""
+    return sorted(os.path.basename(m) for m in re.findall(r"-o (\S+\.os?) -c ", out))
+
+
+def linked(out, lib):
+    """The objects on the link line of `lib`, or None if it was not linked."""
+    for line in out.splitlines():
+        if re.search(rf"-o \S*{re.escape(lib)} ", line) and " -c " not in line:
+            return sorted(os.path.basename(t) for t in line.split() if t.endswith((".os", ".o")))
+    return None
+
+
+def report(out):
+    """The tool's report lines (without the `autograd_functions: ` prefix)."""
+    return [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("autograd_functions: ")]
+
+
+def edit(path, old, new):
+    with open(path) as f:
+        text = f.read()
+    assert old in text, f"{old!r} not in {path}"
+    with open(path, "w") as f:
+        f.write(text.replace(old, new, 1))
+
+
+def tree(root, skip=(".autograd_manifest", ".autograd_lock", ".autograd_native_cache")):
+    """relpath -> bytes of the generated sources under root."""
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            if n in skip or n.endswith((".os", ".o")):
+                continue
+            p = os.path.join(dirpath, n)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, root)] = f.read()
+    return out
+
+
+def snapshot(root):
+    """relpath -> (mtime in ns, bytes) of every file under root but the lock:
+    what "touched nothing" and "rewrote only what differs" are checked on."""
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            if n != ".autograd_lock":
+                p = os.path.join(dirpath, n)
+                with open(p, "rb") as f:
+                    out[os.path.relpath(p, root)] = (os.stat(p).st_mtime_ns, f.read())
+    return out
