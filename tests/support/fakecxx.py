@@ -9,7 +9,7 @@ milliseconds), so that what the tool does to objects (weakening a bucket's
 symbols with nm and objcopy, codegen/weaken.py) runs for real on it.
 
 A `-shared` link makes a real (empty) shared library holding the digest,
-which torch.ops.load_library can dlopen (tests/test_load*.py).  A file
+which torch.ops.load_library can dlopen (tests/python/test_load*.py).  A file
 `.fakecxx_stall` in the folder it runs in, holding `<compile|link>:<marker>`,
 makes that step write half its output, create the marker file, and wait a
 minute before finishing: a window for a test to kill the build in (SCons

@@ -9,7 +9,7 @@ project are the same bytes, that `new` refuses a bad name or an existing
 folder writing nothing, that a build environment with the wrong torch is
 one line, and that an editable install rebuilds on import after an edit
 and runs no SCons when nothing changed (real-compiler checks:
-tests/test_ship_compile.py)."""
+tests/scons/test_ship_compile.py)."""
 
 import importlib.util
 import json
@@ -20,8 +20,8 @@ import tarfile
 import pytest
 from packaging.specifiers import SpecifierSet
 
-import ship_helpers as ship
-from scons_helpers import compiled
+from support import ship_helpers as ship
+from support.scons_helpers import compiled
 
 pytestmark = pytest.mark.slow  # pip and SCons subprocesses (~1 min in all); no compiler
 

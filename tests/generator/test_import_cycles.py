@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import os
 
-from conftest import REPO
+from support.spec_facts import REPO
 
 
 def _modules() -> dict[str, str]:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-import ship_helpers as ship
+from support import ship_helpers as ship
 
 pytestmark = [pytest.mark.compile, pytest.mark.slow]  # ~40 s of g++, a venv with torch (~1 min)
 

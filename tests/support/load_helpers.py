@@ -13,9 +13,9 @@ import shutil
 import subprocess
 import sys
 
-from spec_facts import REPO
+from support.spec_facts import REPO
 
-FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'fakecxx.py')}"
+FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
 SPECS = os.path.join(REPO, "specs")
 
 RUNNER = f"""

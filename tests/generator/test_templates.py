@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from codegen.templates import Template, load, template_files
-from conftest import REPO
+from support.spec_facts import REPO
 
 
 def test_list_hole_indents_its_lines_and_an_empty_list_removes_the_line():

@@ -14,7 +14,7 @@ import pytest
 
 import shutil
 
-import ship_helpers as ship
+from support import ship_helpers as ship
 from test_wheel import _checkout_files  # the working tree as a clone has it
 
 pytestmark = pytest.mark.slow  # pip installs torch into two isolated environments (~1 min each)

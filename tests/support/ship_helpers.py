@@ -13,9 +13,9 @@ import subprocess
 import sys
 import zipfile
 
-from spec_facts import REPO
+from support.spec_facts import REPO
 
-FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'fakecxx.py')}"
+FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
 
 
 def this_checkout(tmp):

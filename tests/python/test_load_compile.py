@@ -2,7 +2,7 @@
 (specs/) at once from an empty folder; one builds, and every one gets ops
 that gradcheck and match their compositions of built-in ops; a fifth
 process then compiles nothing.  And the cuda tier: under torch 2.14.1 (the
-second venv, tests/cuda_helpers.py) load() builds in another folder than
+second venv, tests/support/cuda_helpers.py) load() builds in another folder than
 under 2.13 and compiles the `.cu` kernels with nvcc."""
 
 import os
@@ -11,15 +11,15 @@ import sys
 
 import pytest
 
-from cuda_helpers import cuda_venv
-from load_helpers import environ, example, run, start
-from scons_helpers import compiled
-from spec_facts import REPO
+from support.cuda_helpers import cuda_venv
+from support.load_helpers import environ, example, run, start
+from support.scons_helpers import compiled
+from support.spec_facts import REPO
 
-# Run after load() in each process: the example's checks (tests/extension_checks.py).
+# Run after load() in each process: the example's checks (tests/support/extension_checks.py).
 CHECKS = f"""
 sys.path.insert(0, {os.path.join(REPO, 'tests')!r})
-import extension_checks as checks
+from support import extension_checks as checks
 names = list(checks.case_functions())
 for name in names:
     checks.check_gradcheck(ops, name)
@@ -82,7 +82,7 @@ def test_a_killed_real_build_leaves_the_next_load_correct(tmp_path):
     gradcheck, the formula edit included."""
     import signal
     import time
-    from scons_helpers import edit
+    from support.scons_helpers import edit
     call = dict(example(tmp_path / "specs"), build_directory=str(tmp_path / "build"), verbose=True)
     wrapper = tmp_path / "cxx"   # g++, held open at one step while `.stall` (in the build folder) names it
     wrapper.write_text("#!/bin/sh\nif [ -f .stall ]; then step=$(cat .stall); case \"$* $step\" in\n"

@@ -1,10 +1,10 @@
 """load() and load_inline() (site_scons/jit_load.py) with the stand-in
-compiler (tests/fakecxx.py): what each fresh process compiles, compared
+compiler (tests/support/fakecxx.py): what each fresh process compiles, compared
 with what `scons` compiles for the same edit; the lock across processes
 (four at once, one builds; a killed builder never blocks or poisons the
 next); the errors.  The stand-in's libraries are real (empty) shared
 objects, so each process really loads the published library: what these
-tests cannot see is whether the ops work, which tests/test_load_compile.py
+tests cannot see is whether the ops work, which tests/python/test_load_compile.py
 checks with the real compiler."""
 
 import os
@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from load_helpers import FAKE_CXX, command, environ, example, run, start
-from scons_helpers import clone, compiled, edit, scons
-from spec_facts import REPO
+from support.load_helpers import FAKE_CXX, command, environ, example, run, start
+from support.scons_helpers import clone, compiled, edit, scons
+from support.spec_facts import REPO
 
 sys.path.insert(0, os.path.join(REPO, "site_scons"))
 import folder_lock  # noqa: E402

@@ -1,5 +1,5 @@
 """The cuda tier's half of shipping (marker `cuda`, run under AGF_CUDA_VENV
-like tests/test_cuda_tier.py): `python -m autograd_scons new NAME --cuda`
+like test_cuda_tier.py beside it): `python -m autograd_scons new NAME --cuda`
 under torch 2.14.1 (a CUDA 13.0 build), its wheel built by pip with
 --no-build-isolation and `-C TORCH_CUDA_ARCH_LIST=9.0`, then: the backend
 says which architectures it built, the wheel pins torch 2.14, its library
@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-import ship_helpers as ship
+from support import ship_helpers as ship
 from test_cuda_tier import fatbin_sass, venv  # noqa: F401  (the tier's venv fixture: skips without it)
 
 pytestmark = [pytest.mark.cuda, pytest.mark.compile]
