@@ -19,7 +19,7 @@ README = os.path.join(REPO, "README.md")
 PAGES = [README] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 # A path into this repository written in backquotes or as a link text.
-REPO_PATH = re.compile(r"(?<![\w./-])((?:codegen|site_scons|tests|benchmarks|specs|docs|\.ci)/[\w./-]*\w)")
+REPO_PATH = re.compile(r"(?<![\w./-])((?:codegen|site_scons|tests|benchmarks|specs|docs|\.ci)/[\w./<>-]*[\w>])")
 
 
 def read(path):
