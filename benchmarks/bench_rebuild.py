@@ -220,6 +220,9 @@ class Bench(Floors):
         fig = dict(wall=r.wall, cpu=r.cpu, sconscript=sconscript_phase(r.stdout), regenerated=rep["regenerated"],
                    removed=rep["removed"], compiled=len(objs), compile_real=real,
                    compile_s=[e["seconds"] for e in objs], compile_span_s=span,
+                   # the compiler's own CPU per TU (user + sys, wait4), by object name
+                   compile_cpu={os.path.basename(e["out"]): e.get("cpu") for e in objs},
+                   pch_cpu=next((e.get("cpu") for e in log if e["kind"] == "pch"), None),
                    link_s=links[-1]["seconds"] if links else 0.0, link_real=bool(links and links[-1]["real"]),
                    pch_s=pch[0] if pch else None)
         self.record(name, "ours_full", **fig)

@@ -49,6 +49,21 @@ REMOVE = [
     "special_entr(Tensor self) -> Tensor",
     "renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor",
 ]
+# "A changed header": one Function's formula starts using `result`, so the
+# Function saves a new value: its generated header (a new member) and its
+# Python bindings (a new _saved_result property) change, so its bucket, its
+# edit TU and its binding TU recompile.  That is the header a user's edit
+# changes; a header every Function includes (the prelude) is the generator's
+# or torch's to change, and recompiles everything: a cold build.  One entry
+# per repetition (an edited unit stays out of its bucket after the first);
+# each derives no other Function (no foreach twin).
+HEADER = [
+    "asinh(Tensor self) -> Tensor",
+    "digamma(Tensor self) -> Tensor",
+    "atanh(Tensor self) -> Tensor",
+    "i0(Tensor self) -> Tensor",
+    "angle(Tensor self) -> Tensor",
+]
 TEMPLATE_OP = "MulBackward0"   # the per-TU floor, and the stand-ins' model
 
 # Sides: ours_generate (`scons generate`), ours_full (`scons -jN`: generate,
@@ -62,7 +77,7 @@ EDIT_SIDES = ("ours_generate", "ours_full", "torchgen")
 class Scenario:
     name: str
     label: str
-    edit: tuple = ()            # () | ("formulas", schemas) | ("schema",) | ("remove",) | ("add",)
+    edit: tuple = ()            # () | ("formulas", schemas) | ("schema",) | ("header",) | ("remove",) | ("add",)
     expect: tuple | None = None  # (Functions regenerated, removed, objects recompiled); None: all (cold).
     #                              Objects None: what the layout decides (codegen/layout.py: edit TUs,
     #                              and buckets whose file is rewritten), checked against the compiler's log
@@ -122,6 +137,10 @@ SCENARIOS = [s for pair in zip(_loop(True), _loop(False)) for s in pair] + [  # 
     Scenario("formula1_again", "the same formula edited again", ("formulas", FORMULA_1), (1, 0, 1), edited=1),
     Scenario("formula10", "10 formulas edited", ("formulas", FORMULA_10), (10, 0, None), edited=10),
     Scenario("schema", "1 native schema edited", ("schema",), (SCHEMA_FUNCTIONS, 0, None), edited=1),
+    # its edit TU, its bucket (rewritten without it), its binding TU, and the
+    # edit TU of units earlier scenarios left out of that bucket (they go back)
+    Scenario("header", "1 Function's header changed (its formula saves a new value)", ("header",), (1, 0, None),
+             edited=1),
     # its bucket, and the edit TU of units that go back into it
     Scenario("remove", "1 entry removed", ("remove",), (0, 1, None), edited=1),
     # its edit TU, and its binding TU (a new Function's Python bindings)
@@ -132,7 +151,7 @@ BY_NAME = {s.name: s for s in SCENARIOS}
 QUICK_REAL = ("formula1",)
 # the chart: scenarios on the line, and markers at x=1
 LINE = ("noop", "formula1", "formula10")
-MARKERS = {"formula1_again": "s", "schema": "^", "remove": "v", "add": "D"}
+MARKERS = {"formula1_again": "s", "schema": "^", "header": "P", "remove": "v", "add": "D"}
 
 
 class Specs:
@@ -152,7 +171,7 @@ class Specs:
         for chunk in re.split(r"\n(?=- name: )", pristine):
             if chunk.startswith("- name: "):
                 self.entries[chunk.split("\n", 1)[0][len("- name: "):]] = chunk.rstrip("\n") + "\n"
-        for s in FORMULA_1 + FORMULA_10 + [SCHEMA] + REMOVE:
+        for s in FORMULA_1 + FORMULA_10 + [SCHEMA] + REMOVE + HEADER:
             if s not in self.entries:
                 raise SystemExit(f"bench_rebuild: no derivatives entry '{s}' in {sources[2]}")
         self.removed = None
@@ -168,6 +187,8 @@ class Specs:
             self.edit_formulas(edit[1], self.factor)
         elif kind == "schema":
             self.edit_schema(i)
+        elif kind == "header":
+            self.save_result(HEADER[i % len(HEADER)])
         elif kind == "remove":
             self.remove(REMOVE[i % len(REMOVE)])
         elif kind == "add":
@@ -218,6 +239,12 @@ class Specs:
             f.write(text)
         cur = self._current("sum.dim_IntList(", prefix=True)
         self._sub(self.d, cur, cur.replace(cur.split("\n", 1)[0], f"- name: {new}", 1))
+
+    def save_result(self, schema: str) -> None:
+        """`self: F` becomes `self: (F) + 0 * result`: the Function saves its result too."""
+        line = next(ln for ln in self.entries[schema].split("\n") if ln.startswith("  self: "))
+        cur = self._current(schema)
+        self._sub(self.d, cur, cur.replace(line, f"  self: ({line[len('  self: '):]}) + 0 * result", 1))
 
     def remove(self, schema: str) -> None:
         cur = self._current(schema)

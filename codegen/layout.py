@@ -41,9 +41,14 @@ from .tree import BUCKET_SEED, SLOT_SEED, placed
 # Buckets smaller than this are not worth a TU of their own: the headers
 # cost ~50 units' worth of code.
 MIN_PER_BUCKET = 8
-# Buckets larger than this make a cold build's longest TU, and any bucket
-# rewrite, slow.
-MAX_PER_BUCKET = 64
+# Buckets larger than this make a changed header, an added or a removed unit
+# slow: each recompiles one bucket, beside its binding TU and edit TU, which
+# a header edit or an addition pays anyway (about 14 + 5 s of CPU on torch's
+# specs, against ~4.6 s + 0.12 s a unit for a bucket with the precompiled
+# prelude: docs/benchmarks-cold.md).  96 keeps the bucket under them (torch:
+# 8 buckets of ~89 units, ~15 s); every bucket fewer saves a cold build
+# ~4.6 s of CPU, the prelude's load and the instantiations each TU repeats.
+MAX_PER_BUCKET = 96
 # Units out of their buckets at most: past this, edited units go back into
 # their (rewritten) buckets, as a mass edit is cheaper compiled that way.
 MAX_ALONE = 48

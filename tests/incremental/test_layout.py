@@ -3,8 +3,8 @@ codegen/unity_files.py)."""
 
 import pytest
 
-from codegen.layout import (MAX_ALONE, Layout, bucket_count, bucket_of, cold, parse_unity, plan,
-                            slot_of)
+from codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, Layout, bucket_count, bucket_of, cold, parse_unity,
+                            plan, slot_of)
 from codegen.report import where
 from codegen.units import Kind, Unit
 from codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, sources
@@ -26,7 +26,7 @@ def test_bucket_count_rule():
     assert bucket_count(24, 2) == 2
     assert bucket_count(24, 1) == 1
     assert bucket_count(24, 64) == 3
-    assert bucket_count(711, 2) == bucket_count(711, 8) == 12
+    assert bucket_count(711, 2) == bucket_count(711, 8) == 8
     assert bucket_count(711, 64) == 64
     assert bucket_count(0, 4) == 1
     # The other TUs of the build (binding TUs, the caller's sources) take
@@ -35,7 +35,21 @@ def test_bucket_count_rule():
     assert bucket_count(29, 2, others=2) == bucket_count(29, 2, others=5) == 1
     assert bucket_count(29, 4, others=2) == 2
     assert bucket_count(29, 6, others=1) == 4
-    assert bucket_count(711, 2, others=3) == 12
+    assert bucket_count(711, 2, others=3) == 8
+
+
+def test_torch_specs_layout_at_j2_and_j8():
+    # torch's 711 Functions with their 3 binding TUs: 8 buckets of at most
+    # MAX_PER_BUCKET at -j2 and -j8 alike (a changed header, an added or a
+    # removed unit recompile one of ~89 units); past 8 free cores, a bucket
+    # a core.  Every TU of the build, the binding TUs included, compiles
+    # against the precompiled prelude (tests/test_scons_library.py).
+    assert MAX_PER_BUCKET == 96
+    assert [bucket_count(711, j, others=3) for j in (1, 2, 8, 11, 16)] == [8, 8, 8, 8, 13]
+    assert cold(None, 711, 2, others=3) == Layout(None, 8, slots=2)
+    assert cold(None, 711, 8, others=3) == Layout(None, 8, slots=8)
+    # the example: 29 units beside its binding TU and kernels.cpp: 1 bucket at -j2
+    assert cold(None, 29, 2, others=2) == Layout(None, 1, slots=2)
 
 
 def test_the_other_tus_reach_the_cold_layout_but_not_the_edit_tus():

@@ -312,7 +312,7 @@ def test_jobs_default_to_the_cpu_count_and_an_explicit_j_wins(tmp_path, monkeypa
     n = len(example_ops.functions) + len(example_ops.kernels)
 
     def expected(jobs):
-        return max(min(max(jobs - 2, 1), -(-n // 8)), -(-n // 64)), min(jobs, 8)
+        return max(min(max(jobs - 2, 1), -(-n // 8)), -(-n // 96)), min(jobs, 8)
     assert expected(1) != expected(os.cpu_count())
     root = clone(tmp_path / "repo")
     assert layout_of(root) == expected(os.cpu_count())   # no -j: every CPU, as ninja does
