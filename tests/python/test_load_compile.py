@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from support import extension_checks
 from support.cuda_helpers import cuda_venv
 from support.load_helpers import environ, example, run, start
 from support.scons_helpers import compiled
@@ -42,7 +43,7 @@ def test_four_fresh_processes_load_the_example_and_gradcheck(tmp_path):
     outs = [p.communicate(timeout=1800) for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, [o[0][-3000:] + o[1][-3000:] for o in outs]
     assert sum(1 for out, _ in outs if compiled(out)) == 1
-    n = len(__import__("extension_checks").case_functions())
+    n = len(extension_checks.case_functions())
     assert all(f"CHECKED {n}" in out for out, _ in outs)
     again = run(call, env, CHECKS).stdout
     assert compiled(again) == [] and f"CHECKED {n}" in again
@@ -106,6 +107,6 @@ def test_a_killed_real_build_leaves_the_next_load_correct(tmp_path):
         os.unlink(os.path.join(folder, ".stall"))
         os.unlink(os.path.join(folder, "stalled"))
         out = run(call, env, CHECKS, timeout=1800).stdout
-        n = len(__import__("extension_checks").case_functions())
+        n = len(extension_checks.case_functions())
         assert f"CHECKED {n}" in out and "waiting for pid" not in out
         assert compiled(out), out   # it did build (what the killed run could not finish)
