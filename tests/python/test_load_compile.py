@@ -39,13 +39,13 @@ def real_compiler():
 def test_four_fresh_processes_load_the_example_and_gradcheck(tmp_path):
     call = dict(example(tmp_path / "specs"), build_directory=str(tmp_path / "build"), verbose=True)
     env = real_compiler()
-    procs = [start(call, env, CHECKS) for _ in range(4)]
+    procs = [start(call, env, CHECKS, fresh=True) for _ in range(4)]
     outs = [p.communicate(timeout=1800) for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, [o[0][-3000:] + o[1][-3000:] for o in outs]
     assert sum(1 for out, _ in outs if compiled(out)) == 1
     n = len(extension_checks.case_functions())
     assert all(f"CHECKED {n}" in out for out, _ in outs)
-    again = run(call, env, CHECKS).stdout
+    again = run(call, env, CHECKS, fresh=True).stdout
     assert compiled(again) == [] and f"CHECKED {n}" in again
 
 
@@ -98,7 +98,7 @@ def test_a_killed_real_build_leaves_the_next_load_correct(tmp_path):
             edit(call["derivatives"], "self: grad * alpha", "self: alpha * grad")
         with open(os.path.join(folder, ".stall"), "w") as f:
             f.write(step)
-        builder = start(call, env)
+        builder = start(call, env, fresh=True)
         while not os.path.exists(os.path.join(folder, "stalled")):
             assert builder.poll() is None, builder.communicate()
             time.sleep(0.1)
@@ -106,7 +106,7 @@ def test_a_killed_real_build_leaves_the_next_load_correct(tmp_path):
         builder.communicate()
         os.unlink(os.path.join(folder, ".stall"))
         os.unlink(os.path.join(folder, "stalled"))
-        out = run(call, env, CHECKS, timeout=1800).stdout
+        out = run(call, env, CHECKS, timeout=1800, fresh=True).stdout
         n = len(extension_checks.case_functions())
         assert f"CHECKED {n}" in out and "waiting for pid" not in out
         assert compiled(out), out   # it did build (what the killed run could not finish)

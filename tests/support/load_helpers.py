@@ -1,8 +1,10 @@
 """Helpers for the tests of load()/load_inline() (not a test module).
 
-Every load() runs in a fresh Python process (`python -c` on RUNNER), as a
-notebook or a training script would, importing this worktree's
-site_scons/ as `autograd_scons` (not the installed copy).  The example's
+Every load() runs in a process of its own, as a notebook or a training
+script would: RUNNER, in a child forked after `import torch` (support/forked.py:
+the import is most of a new interpreter's cost), or with `fresh=True` in a new
+interpreter (`python -c`).  RUNNER imports this worktree's site_scons/ as
+`autograd_scons` (not the installed copy).  The example's
 specs and sources are copied to a temporary folder so that tests can edit
 them.
 """
@@ -13,9 +15,10 @@ import shutil
 import subprocess
 import sys
 
+from support import forked
 from support.spec_facts import REPO
+from support.scons_helpers import FAKE_CXX  # noqa: F401 (the one spelling: -I -S, no site to import)
 
-FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
 SPECS = os.path.join(REPO, "specs")
 
 RUNNER = f"""
@@ -62,16 +65,23 @@ def command(call, then=""):
     return [sys.executable, "-c", RUNNER, json.dumps(call), then]
 
 
-def run(call, env, then="", check=True, python=None, timeout=600):
+def run(call, env, then="", check=True, python=None, timeout=600, fresh=False):
+    """load() in a child of its own (a new interpreter with `fresh` or `python`)."""
     cmd = command(call, then)
     if python:
         cmd[0] = python
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if python or fresh:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    else:
+        proc = forked.run(RUNNER, cmd[3:], env, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"load() exited {proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\n"
                              f"stderr:\n{proc.stderr[-3000:]}")
     return proc
 
 
-def start(call, env, then=""):
-    return subprocess.Popen(command(call, then), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+def start(call, env, then="", fresh=False):
+    if fresh:
+        return subprocess.Popen(command(call, then), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+    return forked.Forked(RUNNER, command(call, then)[3:], env)
