@@ -14,8 +14,8 @@ import sys
 import zipfile
 
 from support.spec_facts import REPO
+from support.scons_helpers import FAKE_CXX  # noqa: F401 (the one spelling: -I -S, no site to import)
 
-FAKE_CXX = f"{sys.executable} {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
 
 
 def this_checkout(tmp):
