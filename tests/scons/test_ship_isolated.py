@@ -17,7 +17,8 @@ import shutil
 from support import ship_helpers as ship
 from test_wheel import _checkout_files  # the working tree as a clone has it
 
-pytestmark = pytest.mark.slow  # pip installs torch into two isolated environments (~1 min each)
+# The full tier (conftest.py): pip installs torch into two isolated environments (~15 s each).
+pytestmark = [pytest.mark.slow, pytest.mark.compile]
 
 NAME = "iso_ops"
 

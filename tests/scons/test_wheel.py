@@ -26,7 +26,8 @@ from support.scons_helpers import compiled, report, tree
 from test_scons_embedding import DERIVATIVES, NATIVE  # the same one-op host extension
 from support.spec_facts import REPO
 
-pytestmark = pytest.mark.slow  # a wheel build and a venv (~30 s); the stand-in compiler
+# The full tier (conftest.py): a wheel build and a venv (~15 s); the stand-in compiler.
+pytestmark = [pytest.mark.slow, pytest.mark.compile]
 
 SCONS_MIN = "4.5.2"  # site_scons/autograd_compat.py: MIN_SCONS
 FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.py")  # copied into the host folder, not imported
