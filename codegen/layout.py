@@ -28,6 +28,10 @@ other cores busy, and a bucket more would only pay the prelude again (the
 example, 29 units with 2 other TUs on 2 cores: 1 bucket, as fast in wall
 time as 2 and ~3 s less CPU).  The edit TUs number `jobs` (at most
 MAX_SLOTS), also kept.
+
+`prelude_pays` is the layout's say on the precompiled prelude: load()'s
+default (`pch="auto"`) precompiles it only for a build with enough TUs to
+take it.
 """
 
 from __future__ import annotations
@@ -53,6 +57,13 @@ MAX_PER_BUCKET = 96
 # their (rewritten) buckets, as a mass edit is cheaper compiled that way.
 MAX_ALONE = 48
 MAX_SLOTS = 8
+# The precompiled prelude pays on a cold build from this many TUs taking it.
+# Measured on the 2-core machine, idle, the example's cold build: one parse of
+# the prelude is ~9.7 s; the precompile took 22-27 s (~2.3 parses, serial:
+# every TU waits for it) and saved each TU ~0.5 parse (bucket 26.0 -> 20.9 s,
+# binding TU 18.3 -> 14.4 s, kernels.cpp 9.0 -> 3.8 s): 49 s wall and 67 s
+# CPU with it, 28 s and 53 s without.  2.3 / 0.5: from 5 TUs.
+PCH_MIN_TUS = 5
 
 AUTO = "auto"
 
@@ -64,6 +75,16 @@ def bucket_count(n_units: int, jobs: int, others: int = 0) -> int:
         return 1
     return max(min(max(jobs - max(others, 0), 1), math.ceil(n_units / MIN_PER_BUCKET)),
                math.ceil(n_units / MAX_PER_BUCKET))
+
+
+def prelude_pays(tus_taking_it: int) -> bool:
+    """Whether precompiling the prelude pays for a cold build whose
+    `tus_taking_it` TUs would take it: the buckets (or units' own TUs), the
+    binding TUs and the caller's sources compiled with it, never the edit
+    TUs (they come and go with edits: counting them would switch the prelude,
+    and recompile everything, in the middle of an edit loop).  The rule of
+    load()'s `pch="auto"`; `scons`'s PCH=auto keeps it on, for the edit loop."""
+    return tus_taking_it >= PCH_MIN_TUS
 
 
 def bucket_of(name: str, n: int) -> int:

@@ -143,9 +143,13 @@ def _publish(linked: str, library: str) -> None:
     os.replace(tmp, library)
 
 
-def _build_and_load(name, spec, folder, verbose, timeout, cuda, cache_dir, inline=None):
+def _build_and_load(name, spec, folder, verbose, timeout, cuda, pch, cache_dir, inline=None):
     label = _label(name)
+    # PCH is in `key` with the other variables: switching it runs SCons, whose
+    # signatures (the -include of the prelude is on every command line) then
+    # recompile every object built with the other setting.
     variables = {"BUILD": ".", "CXX": _compiler(), "CUDA": {"auto": "auto", True: "1", False: "0"}[cuda],
+                 "PCH": {"auto": "auto", True: "1", False: "0"}[pch],
                  "PYTHON": "1" if spec.pop("python") else "0", "UNITY": str(spec.pop("unity")),
                  "CACHEDIR": os.path.abspath(cache_dir) if cache_dir else ""}
     jobs = scons_run.default_jobs()
@@ -215,41 +219,49 @@ def _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags
                                _words(extra_include_paths, "extra_include_paths", name)])
 
 
-def _check_cuda(name, cuda) -> None:
-    if cuda not in ("auto", True, False):
-        raise LoadError(f"{_label(name)}: cuda must be 'auto', True or False, not {cuda!r}")
+def _check_switches(name, cuda, pch) -> None:
+    for what, value in (("cuda", cuda), ("pch", pch)):
+        if value not in ("auto", True, False):
+            raise LoadError(f"{_label(name)}: {what} must be 'auto', True or False, not {value!r}")
 
 
 def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
          python=True, kernels=True, unity="auto", extra_cflags=None, extra_cuda_cflags=None,
          extra_ldflags=None, extra_include_paths=None, build_directory=None, verbose=False,
-         cuda="auto", timeout=None, cache_dir=None):
+         cuda="auto", pch="auto", timeout=None, cache_dir=None):
     """Build (when needed) and load the extension `name`; return
     `torch.ops.<its op namespace>`.  Raises LoadError (bad arguments),
     scons_run.BuildError (a failed build: first error, log path),
-    folder_lock.LockTimeout, folder_lock.FolderError."""
+    folder_lock.LockTimeout, folder_lock.FolderError.
+
+    `pch`: the precompiled prelude (GCC's .gch).  "auto" (default)
+    precompiles it only when enough TUs take it for a cold build to gain
+    (codegen/layout.py, prelude_pays: not for the example's 3 TUs, but
+    for torch's specs), and never for clang; True / False force it (PCH=1 / PCH=0).
+    `scons`'s own PCH=auto differs: on unless clang, for its edit loop."""
     _check_name(name)
-    _check_cuda(name, cuda)
+    _check_switches(name, cuda, pch)
     files = {"native_functions": _file(native_functions, "native_functions", name),
              "derivatives": _file(derivatives, "derivatives", name),
              "tags": _file(tags, "tags", name) if tags is not None else None,
              "sources": [_file(s, "source", name) for s in _words(sources, "sources", name)]}
     spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
                  extra_ldflags, extra_include_paths)
-    return _build_and_load(name, spec, build_folder(name, build_directory), verbose, timeout, cuda,
+    return _build_and_load(name, spec, build_folder(name, build_directory), verbose, timeout, cuda, pch,
                            cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"))
 
 
 def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), *, tags=None,
                 includes=(), namespace=None, python=True, kernels=True, unity="auto", extra_cflags=None,
                 extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,
-                verbose=False, cuda="auto", timeout=None, cache_dir=None):
+                verbose=False, cuda="auto", pch="auto", timeout=None, cache_dir=None):
     """load() of texts: the yaml and the sources (a string or a list of
     strings each, joined into inline/main.cpp and inline/cuda.cu) are written
     into the build folder's inline/ only when they changed, so an unchanged
-    call is a no-op."""
+    call is a no-op.  The other keywords are load()'s: `pch="auto"` (default)
+    precompiles the prelude only where it pays, unlike `scons`'s PCH=auto."""
     _check_name(name)
-    _check_cuda(name, cuda)
+    _check_switches(name, cuda, pch)
     texts = {"native_functions.yaml": ("native_functions", native_functions),
              "derivatives.yaml": ("derivatives", derivatives), "tags.yaml": ("tags", tags),
              "main.cpp": ("cpp_sources", cpp_sources), "cuda.cu": ("cuda_sources", cuda_sources)}
@@ -269,5 +281,5 @@ def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_source
              "tags": path("tags.yaml"), "sources": [p for p in (path("main.cpp"), path("cuda.cu")) if p]}
     spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
                  extra_ldflags, extra_include_paths)
-    return _build_and_load(name, spec, folder, verbose, timeout, cuda,
+    return _build_and_load(name, spec, folder, verbose, timeout, cuda, pch,
                            cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"), inline=inline)

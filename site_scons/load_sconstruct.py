@@ -2,7 +2,8 @@
 # scons_run.run_scons as `scons -f <this file>` in the build folder: not a
 # module to import.  It reads the load() arguments from load_spec.json
 # there and builds through the environment `scons` uses (extension_env.py):
-# the same tool, layout, precompiled prelude, CacheDir, LAUNCHER and nvcc.
+# the same tool, layout, precompiled prelude (by default only where it pays:
+# below), CacheDir, LAUNCHER and nvcc.
 # Outputs: gen/ (generated), src<k>/ (objects of the sources in each source
 # folder), obj/<name>.so (the link; jit_load renames a copy into place).
 import json
@@ -36,10 +37,15 @@ def staged(path):
 
 cpp = [staged(s) for s in spec["sources"] if not s.endswith(".cu")]
 cu = [staged(s) for s in spec["sources"] if s.endswith(".cu")]
+# PCH=auto here (load()'s default pch="auto") is the layout's rule
+# (codegen/layout.py, prelude_pays): precompile the prelude only when enough
+# TUs take it for a cold build to gain.  `scons`'s own PCH=auto keeps it on
+# (for its edit loop); both leave it off for clang; PCH=0/1 force it.
+pch = "auto" if env["PCH"] == "auto" and env["AUTOGRAD_EXAMPLE_PCH"] else env["AUTOGRAD_EXAMPLE_PCH"]
 generated = env.AutogradFunctions(
     "gen", native_functions=spec["native_functions"], derivatives=spec["derivatives"], tags=spec["tags"],
     namespace=spec["namespace"], includes=spec["includes"], unity=env["UNITY"],
-    pch=env["AUTOGRAD_EXAMPLE_PCH"], python=env["PYTHON"], kernels=spec["kernels"], pch_sources=cpp)
+    pch=pch, python=env["PYTHON"], kernels=spec["kernels"], pch_sources=cpp)
 objects = generated + env.CudaObjects(cu)
 print(f"{scons_run.GENERATED_TAG}objects={len(objects)}", flush=True)
 # After the tool is loaded: it puts the generator (codegen/) on sys.path.

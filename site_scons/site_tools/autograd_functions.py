@@ -29,7 +29,10 @@ old text, a copy of its object with exactly the symbols the edit TUs define
 made weak (codegen/weaken.py): any environment can link them, and every
 other duplicate symbol still fails the link.  With
 `pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
-and the call returns their shared objects.  `env.AutogradLibrary(target,
+and the call returns their shared objects; `pch="auto"` does so only when
+the TUs that would take it (buckets, binding TUs, `pch_sources`) are enough
+for the precompile to pay on a cold build (codegen/layout.py, prelude_pays:
+load()'s default).  `env.AutogradLibrary(target,
 outdir, ...)` also links them into one shared library and, when nothing at
 all changed since it was last built, does not even declare the graph.
 
@@ -84,10 +87,10 @@ from autograd_pch import PCHCOM, never_run, pch_objects  # noqa: E402
 from codegen import incremental  # noqa: E402
 from codegen.emit.options import EmitOptions, parse_python  # noqa: E402
 from codegen.errors import SpecError, os_error_line  # noqa: E402
-from codegen.layout import parse_unity  # noqa: E402
+from codegen.layout import AUTO, parse_unity, prelude_pays  # noqa: E402
 from codegen.lock import lock_folder, remove_made_folder  # noqa: E402
 from codegen.manifest import read_manifest  # noqa: E402
-from codegen.tree import MANIFEST, OWNED_FOLDERS  # noqa: E402
+from codegen.tree import MANIFEST, OWNED_FOLDERS, is_edit_file  # noqa: E402
 
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
@@ -102,6 +105,15 @@ def _no_duplicate(node):
     return node
 
 
+def _use_pch(pch, out, nodes, others=0):
+    """`pch=` as a bool: "auto" asks the layout (prelude_pays) about the
+    generated TUs other than the edit TUs, plus the `others` sources."""
+    if pch != AUTO:
+        return bool(pch)
+    cold_tus = [n for n in nodes if not is_edit_file(os.path.relpath(n.abspath, out.abspath).replace(os.sep, "/"))]
+    return prelude_pays(len(cold_tus) + others)
+
+
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
                       namespace=None, unity="auto", includes=(), pch=False,
                       kernels=True, python=True, pch_sources=()):
@@ -110,7 +122,7 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
     nodes, result, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                                  includes, kernels, python, others=len(pch_sources))
     out = _no_duplicate(env.Dir(outdir))
-    if not pch:
+    if not _use_pch(pch, out, nodes, others=len(pch_sources)):
         return autograd_override.overridden(env, out, result, nodes, _no_duplicate) + list(pch_sources)
     # `pch_sources`: your own C++ (e.g. hand-written kernels including ATen)
     # compiled against the same precompiled prelude, which it then reads
@@ -191,6 +203,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     nodes, result, record = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                                       includes, kernels, python)
     out = _no_duplicate(env.Dir(outdir))
+    pch = _use_pch(pch, out, nodes)
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
     stamp_path = lib_file.abspath + stamp.SUFFIX

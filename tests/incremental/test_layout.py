@@ -3,8 +3,8 @@ codegen/unity_files.py)."""
 
 import pytest
 
-from codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, Layout, bucket_count, bucket_of, cold, parse_unity,
-                            plan, slot_of)
+from codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, Layout, bucket_count, bucket_of, cold,
+                            parse_unity, plan, prelude_pays, slot_of)
 from codegen.report import where
 from codegen.units import Kind, Unit
 from codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, sources
@@ -50,6 +50,16 @@ def test_torch_specs_layout_at_j2_and_j8():
     assert cold(None, 711, 8, others=3) == Layout(None, 8, slots=8)
     # the example: 29 units beside its binding TU and kernels.cpp: 1 bucket at -j2
     assert cold(None, 29, 2, others=2) == Layout(None, 1, slots=2)
+
+
+def test_the_prelude_pays_from_five_tus_taking_it():
+    # The precompile costs ~2.3 prelude parses and saves each TU ~0.5: the
+    # example (1 bucket, 1 binding TU, kernels.cpp) goes without it, torch's
+    # specs (8 buckets, 3 binding TUs) and the example with unity=0 (29 units'
+    # TUs, the support TU, a binding TU, kernels.cpp) take it.
+    assert PCH_MIN_TUS == 5
+    assert [prelude_pays(n) for n in (0, 1, 3, 4, 5, 6)] == [False, False, False, False, True, True]
+    assert prelude_pays(8 + 3) and prelude_pays(29 + 1 + 1 + 1)
 
 
 def test_the_other_tus_reach_the_cold_layout_but_not_the_edit_tus():

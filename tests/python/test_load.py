@@ -8,6 +8,7 @@ tests cannot see is whether the ops work, which tests/python/test_load_compile.p
 checks with the real compiler."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -67,10 +68,35 @@ def test_a_quiet_build_prints_one_line_per_stage(ext):
     assert lines[2] == "load(myops): linking obj/myops.so"
 
 
+def precompiles(out):
+    """The prelude's precompiles in a verbose build's output."""
+    return [line for line in out.splitlines() if " -x c++-header " in line]
+
+
+def test_the_prelude_is_precompiled_only_where_it_pays(ext):
+    # The example's 3 TUs are too few for the precompile to pay
+    # (codegen/layout.py, prelude_pays): pch="auto" leaves it out.  pch=True
+    # builds it, and switching either way recompiles every object: none
+    # built with the other setting is reused.
+    call, env = ext
+    three = ["bindings_0.os", "bucket_0.os", "kernels.os"]
+    cold = run(call, env).stdout
+    assert sorted(compiled(cold)) == three and not precompiles(cold) and "prelude_pch.h" not in cold
+    forced = run(dict(call, pch=True), env).stdout
+    assert len(precompiles(forced)) == 1 and sorted(compiled(forced)) == three
+    objects = [line for line in forced.splitlines() if re.search(r"-o \S+\.os -c ", line)]
+    assert len(objects) == 3 and all("-include gen/prelude_pch.h" in line for line in objects)
+    off = run(dict(call, pch=False), env).stdout
+    assert sorted(compiled(off)) == three and not precompiles(off)
+    assert compiled(run(call, env).stdout) == []   # "auto" is off here: the same objects
+
+
 def scons_compiles(tmp_path, change):
-    """What `scons` recompiles for `change(specs folder)` on the example."""
+    """What `scons` recompiles for `change(specs folder)` on the example,
+    without the precompiled prelude, as load()'s pch="auto" builds the
+    example (`scons`'s PCH=auto would precompile it)."""
     root = clone(tmp_path / "repo")
-    args = ("-j2", f"CXX={FAKE_CXX}")
+    args = ("-j2", f"CXX={FAKE_CXX}", "PCH=0")
     scons(root, *args)
     change(os.path.join(root, "specs"))
     return sorted(compiled(scons(root, *args).stdout))
@@ -92,8 +118,11 @@ def test_an_edit_recompiles_what_scons_would(ext, tmp_path, what):
                 f.write("// an edit\n")
 
     change(os.path.dirname(call["derivatives"]))
-    ours = sorted(compiled(run(call, env).stdout))
-    assert ours and ours == scons_compiles(tmp_path, change)
+    out = run(call, env).stdout
+    ours = sorted(compiled(out))
+    assert ours and ours == scons_compiles(tmp_path, change) and not precompiles(out)
+    if what == "formula":
+        assert ours == ["edited_0.os"]   # the edit TU alone, as with the prelude
     if what == "formula":  # (the stand-in's objects do not depend on headers: no relink for those)
         assert open(library(call), "rb").read() != old   # relinked and published
     assert compiled(run(call, env).stdout) == []
@@ -225,6 +254,7 @@ def test_bad_input_one_clear_error_each(ext, tmp_path):
     inline = {"inline": True, "name": "myops", "native_functions": 3, "derivatives": "",
               "build_directory": call["build_directory"]}
     assert error(inline) == "ERROR LoadError: load(myops): native_functions must be a string"
+    assert error(dict(call, pch="on")) == "ERROR LoadError: load(myops): pch must be 'auto', True or False, not 'on'"
 
 
 def test_changed_inputs_in_the_same_process_are_refused(ext):
@@ -296,7 +326,8 @@ def test_autograd_launcher_goes_before_every_compile_not_the_link(ext, tmp_path)
     launcher = tmp_path / "launcher"
     launcher.write_text(f"#!/bin/sh\necho \"$*\" >> {calls}\nexec \"$@\"\n")
     launcher.chmod(0o755)
-    out = run(call, dict(env, AUTOGRAD_LAUNCHER=str(launcher))).stdout
+    out = run(dict(call, pch=True), dict(env, AUTOGRAD_LAUNCHER=str(launcher))).stdout
     launched = calls.read_text().splitlines()
     assert len(launched) == len([x for x in out.splitlines() if " -c " in x and " -o " in x]) == 4  # with the prelude
+    assert len(precompiles("\n".join(launched))) == 1
     assert not any("myops.so" in x for x in launched)
