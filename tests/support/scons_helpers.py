@@ -6,13 +6,17 @@ import shutil
 import subprocess
 import sys
 
+from support import forked
 from support.spec_facts import REPO
 
 # -I -S: no site import (the stand-in needs only the standard library): ~0.1 s less per compile
 FAKE_CXX = f"{sys.executable} -I -S {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
 # `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
 TINY_ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
-_IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
+# __pycache__ is copied: its entries are checked against each source's mtime
+# and size (copytree keeps both), and they spare every clone's first SCons run
+# compiling the tool and the generator again.
+_IGNORE = shutil.ignore_patterns(".git", "build*", ".pytest_cache", "*.egg-info",
                                  ".sconsign*", "compile_commands.json", ".benchmarks")
 
 
@@ -40,15 +44,21 @@ def scons(cwd, *args, prelude="", check=True, python=sys.executable, environ=Non
     """Run SCons (`python`, by default this interpreter) in cwd; `prelude`
     is Python run first in the same process (to inject faults); `environ`:
     variables to set (None: unset) for it."""
-    cmd = [python, "-c", prelude + "\nimport sys\nfrom SCons.Script.Main import main\n"
-           "sys.exit(main())", *args]
+    code = prelude + "\nimport sys\nfrom SCons.Script.Main import main\nsys.exit(main())"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
     for k, v in (environ or {}).items():
         if v is None:
             env.pop(k, None)
         else:
             env[k] = v
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    # Forked after `import SCons.Script.Main` (support/forked.py) unless
+    # something must run before that import: a prelude, another Python, or
+    # --debug=memoizer, which SCons reads as it is imported.
+    debug = any(a.startswith("--debug") for a in list(args) + env.get("SCONSFLAGS", "").split())
+    if prelude or python != sys.executable or debug:
+        proc = subprocess.run([python, "-c", code, *args], cwd=cwd, capture_output=True, text=True, env=env)
+    else:
+        proc = forked.run(code, [str(a) for a in args], env, cwd=str(cwd), preload="SCons.Script.Main")
     if check and proc.returncode != 0:
         raise AssertionError(f"scons {' '.join(args)} exited {proc.returncode}\n"
                              f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
