@@ -29,10 +29,10 @@ old text, a copy of its object with exactly the symbols the edit TUs define
 made weak (codegen/weaken.py): any environment can link them, and every
 other duplicate symbol still fails the link.  With
 `pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
-and the call returns their shared objects; `pch="auto"` does so only when
-the TUs that would take it (buckets, binding TUs, `pch_sources`) are enough
-for the precompile to pay on a cold build (codegen/layout.py, prelude_pays:
-load()'s default).  `env.AutogradLibrary(target,
+and the call returns their shared objects; `pch="auto"` does so for the TUs
+of a cold build only when they (buckets, binding TUs, `pch_sources`) are
+enough for the precompile to pay (codegen/layout.py, prelude_pays), and for
+the edit TUs always (load()'s default).  `env.AutogradLibrary(target,
 outdir, ...)` also links them into one shared library and, when nothing at
 all changed since it was last built, does not even declare the graph.
 
@@ -105,13 +105,27 @@ def _no_duplicate(node):
     return node
 
 
+def _is_edit_tu(out, node):
+    return is_edit_file(os.path.relpath(node.abspath, out.abspath).replace(os.sep, "/"))
+
+
 def _use_pch(pch, out, nodes, others=0):
-    """`pch=` as a bool: "auto" asks the layout (prelude_pays) about the
-    generated TUs other than the edit TUs, plus the `others` sources."""
+    """`pch=` as a bool for the TUs a cold build compiles: "auto" asks the
+    layout (prelude_pays) about the generated TUs other than the edit TUs,
+    plus the `others` sources."""
     if pch != AUTO:
         return bool(pch)
-    cold_tus = [n for n in nodes if not is_edit_file(os.path.relpath(n.abspath, out.abspath).replace(os.sep, "/"))]
-    return prelude_pays(len(cold_tus) + others)
+    return prelude_pays(len([n for n in nodes if not _is_edit_tu(out, n)]) + others)
+
+
+def _edit_objects(env, out, nodes):
+    """{edit TU: its object against the precompiled prelude}: under
+    pch="auto" the edit TUs take the prelude even where the cold build's TUs
+    do not.  Each formula edit then costs one TU against it; the first pays
+    the precompile, which a build without edits never does.  Which TUs take
+    it depends on their kind alone, never on the build's history."""
+    edits = [n for n in nodes if _is_edit_tu(out, n)]
+    return dict(zip(edits, pch_objects(env, out, edits, _no_duplicate))) if edits else {}
 
 
 def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
@@ -123,6 +137,8 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
                                  includes, kernels, python, others=len(pch_sources))
     out = _no_duplicate(env.Dir(outdir))
     if not _use_pch(pch, out, nodes, others=len(pch_sources)):
+        with_prelude = _edit_objects(env, out, nodes) if pch == AUTO else {}
+        nodes = [with_prelude.get(n, n) for n in nodes]
         return autograd_override.overridden(env, out, result, nodes, _no_duplicate) + list(pch_sources)
     # `pch_sources`: your own C++ (e.g. hand-written kernels including ATen)
     # compiled against the same precompiled prelude, which it then reads
@@ -192,6 +208,13 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
     return nodes, result, autograd_report.REPORT.add(out, result) if result is not None else None
 
 
+def _plain_objects(env, out, nodes, auto):
+    """The objects of `nodes` without the precompiled prelude; under
+    pch="auto", the edit TUs' with it (_edit_objects)."""
+    with_prelude = _edit_objects(env, out, nodes) if auto else {}
+    return SCons.Util.NodeList([with_prelude.get(n) or env.SharedObject(n)[0] for n in nodes])
+
+
 def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=None,
                     namespace=None, unity="auto", includes=(), pch=False,
                     kernels=True, python=True):
@@ -203,7 +226,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     nodes, result, record = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                                       includes, kernels, python)
     out = _no_duplicate(env.Dir(outdir))
-    pch = _use_pch(pch, out, nodes)
+    auto, pch = pch == AUTO, _use_pch(pch, out, nodes)
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
     stamp_path = lib_file.abspath + stamp.SUFFIX
@@ -211,7 +234,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     alias, targets = env.subst("$AUTOGRAD_GENERATE_ALIAS"), SCons.Script.COMMAND_LINE_TARGETS
     if result is not None and alias and targets and all(t == alias for t in targets):
         return SCons.Util.NodeList([])  # `scons generate`: the objects are not asked for
-    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if pch else "", "$AUTOGRAD_PCH_KEY"]
+    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if pch or auto else "", "$AUTOGRAD_PCH_KEY"]
     key = None
     if result is not None and stamp.fast_path_allowed(env, result, lib_file):
         key = stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
@@ -220,7 +243,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
             return SCons.Util.NodeList([lib_file])
     objects = autograd_override.overridden(env, out, result,
                                            pch_objects(env, out, nodes, _no_duplicate) if pch
-                                           else env.SharedObject(nodes),
+                                           else _plain_objects(env, out, nodes, auto),
                                            _no_duplicate)
     lib = env.SharedLibrary(target, objects)
     env.Clean(lib, env.File(stamp_path))

@@ -89,12 +89,19 @@ def test_the_prelude_is_precompiled_only_where_it_pays(ext):
     off = run(dict(call, pch=False), env).stdout
     assert sorted(compiled(off)) == three and not precompiles(off)
     assert compiled(run(call, env).stdout) == []   # "auto" is off here: the same objects
+    # ... except for the edit TUs, which take it under "auto" (the one pch=True
+    # built is still up to date: no precompile).
+    edit(call["derivatives"], *FORMULA)
+    first = run(call, env).stdout
+    assert not precompiles(first) and compiled(first) == ["edited_0.os"]
+    [line] = [x for x in first.splitlines() if re.search(r"-o \S+\.os -c ", x)]
+    assert "-include gen/prelude_pch.h" in line
 
 
 def scons_compiles(tmp_path, change):
     """What `scons` recompiles for `change(specs folder)` on the example,
     without the precompiled prelude, as load()'s pch="auto" builds the
-    example (`scons`'s PCH=auto would precompile it)."""
+    example's cold TUs (`scons`'s PCH=auto would precompile it)."""
     root = clone(tmp_path / "repo")
     args = ("-j2", f"CXX={FAKE_CXX}", "PCH=0")
     scons(root, *args)
@@ -120,12 +127,19 @@ def test_an_edit_recompiles_what_scons_would(ext, tmp_path, what):
     change(os.path.dirname(call["derivatives"]))
     out = run(call, env).stdout
     ours = sorted(compiled(out))
-    assert ours and ours == scons_compiles(tmp_path, change) and not precompiles(out)
+    assert ours and ours == scons_compiles(tmp_path, change)
+    # A formula edit: its edit TU alone, which takes the precompiled prelude
+    # (the first edit precompiles it; a build without edits never does).
+    assert len(precompiles(out)) == (what == "formula")
     if what == "formula":
-        assert ours == ["edited_0.os"]   # the edit TU alone, as with the prelude
+        assert ours == ["edited_0.os"]
     if what == "formula":  # (the stand-in's objects do not depend on headers: no relink for those)
         assert open(library(call), "rb").read() != old   # relinked and published
     assert compiled(run(call, env).stdout) == []
+    if what == "formula":   # the next edit reuses the precompiled prelude
+        edit(call["derivatives"], *reversed(FORMULA))
+        again = run(call, env).stdout
+        assert compiled(again) == ["edited_0.os"] and not precompiles(again)
 
 
 def test_load_inline_from_strings(tmp_path):
