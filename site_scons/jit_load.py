@@ -234,11 +234,13 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     scons_run.BuildError (a failed build: first error, log path),
     folder_lock.LockTimeout, folder_lock.FolderError.
 
-    `pch`: the precompiled prelude (GCC's .gch).  "auto" (default)
-    precompiles it only when enough TUs take it for a cold build to gain
-    (codegen/layout.py, prelude_pays: not for the example's 3 TUs, but
-    for torch's specs), and never for clang; True / False force it (PCH=1 / PCH=0).
-    `scons`'s own PCH=auto differs: on unless clang, for its edit loop."""
+    `pch`: the precompiled prelude (GCC's .gch).  "auto" (default) compiles
+    a cold build's TUs against it only when enough of them take it for the
+    build to gain (codegen/layout.py, prelude_pays: not the example's 3 TUs,
+    but torch's specs), and the edit TUs always (the first formula edit
+    precompiles it); never for clang.  True / False force it for every TU
+    (PCH=1 / PCH=0).  `scons`'s own PCH=auto differs: on for every TU unless
+    clang."""
     _check_name(name)
     _check_switches(name, cuda, pch)
     files = {"native_functions": _file(native_functions, "native_functions", name),
@@ -259,7 +261,7 @@ def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_source
     strings each, joined into inline/main.cpp and inline/cuda.cu) are written
     into the build folder's inline/ only when they changed, so an unchanged
     call is a no-op.  The other keywords are load()'s: `pch="auto"` (default)
-    precompiles the prelude only where it pays, unlike `scons`'s PCH=auto."""
+    uses the precompiled prelude only where it pays, unlike `scons`'s PCH=auto."""
     _check_name(name)
     _check_switches(name, cuda, pch)
     texts = {"native_functions.yaml": ("native_functions", native_functions),
