@@ -8,7 +8,7 @@ file with the same arguments in every run; what it does is read from
   mode "standin"  a compile writes a stand-in object: a copy of a real
                   per-op object (the template) whose strong symbols get a
                   per-object suffix, so 711 of them link like 711 real ones
-                  (no template yet: a digest, as tests/support/fakecxx.py writes);
+                  (no template yet: a digest, as tests/support/fakecxx.sh writes);
                   the first bucket's also holds the real object of
                   support.cpp, which that bucket includes;
   mode "real"     a compile runs the real compiler.

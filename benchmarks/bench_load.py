@@ -38,7 +38,7 @@ from _common import REPO, machine
 
 SPECS = os.path.join(REPO, "specs")
 FORMULAS = ("self: grad * alpha", "self: alpha * grad")   # scale's backward, two ways
-FAKE_CXX = f"{sys.executable} -I -S {os.path.join(REPO, 'tests', 'support', 'fakecxx.py')}"
+FAKE_CXX = f"sh {os.path.join(REPO, 'tests', 'support', 'fakecxx.sh')}"
 
 # The child: import torch (not timed), then the load call, timed.
 CHILD = """

@@ -1,7 +1,7 @@
 """The `.cu` build (site_scons/site_tools/nvcc.py, site_scons/cuda_flags.py)
 with stand-ins: a clone whose cached torch facts say CUDA 13.0, the
 stand-in nvcc (fakenvcc.py, through CUDA_HOME) and the stand-in g++
-(fakecxx.py).  What is compiled, with which flags, what recompiles, the
+(fakecxx.sh).  What is compiled, with which flags, what recompiles, the
 one-line errors and the skip line.  The real nvcc build is
 tests/nvcc/test_cuda_tier.py's (marker `cuda`)."""
 

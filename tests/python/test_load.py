@@ -1,5 +1,5 @@
 """load() and load_inline() (site_scons/jit_load.py) with the stand-in
-compiler (tests/support/fakecxx.py): what each fresh process compiles, compared
+compiler (tests/support/fakecxx.sh): what each fresh process compiles, compared
 with what `scons` compiles for the same edit; the lock across processes
 (four at once, one builds; a killed builder never blocks or poisons the
 next); the errors.  The stand-in's libraries are real (empty) shared
@@ -197,7 +197,7 @@ def _stalled_compilers(folder):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmd = f.read()
-            if b"fakecxx.py" in cmd and os.readlink(f"/proc/{pid}/cwd") == folder:
+            if b"fakecxx.sh" in cmd and os.readlink(f"/proc/{pid}/cwd") == folder:
                 found.append(int(pid))
         except OSError:
             pass

@@ -2,7 +2,7 @@
 distcc, icecc), out of the signature SCons signs.
 
 Fast tests use a stand-in launcher (a shell script that logs its arguments
-and runs them) with the stand-in compiler tests/support/fakecxx.py: switching the
+and runs them) with the stand-in compiler tests/support/fakecxx.sh: switching the
 launcher on and off recompiles nothing, every compile but no link goes
 through it, compile_commands.json shows the real compiler, a missing program
 is one line at configure time.  The `compile` tests run g++ through the real

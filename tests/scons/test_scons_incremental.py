@@ -1,6 +1,6 @@
 """What `scons` rebuilds after each kind of edit, and how it survives damage.
 
-These runs use tests/support/fakecxx.py as the compiler: SCons decides what to
+These runs use tests/support/fakecxx.sh as the compiler: SCons decides what to
 rebuild exactly as with g++ (same graph, same signatures), the compiler just
 does not spend 20 s per TU.  tests/scons/test_scons_example.py does the same with
 the real compiler and loads the result.  The edit scenarios are the ones

@@ -2,7 +2,7 @@
 does not even declare the per-op graph, and the precompiled prelude (pch=True).
 
 A project of its own in a temporary folder, the tool loaded by toolpath,
-tests/support/fakecxx.py as the compiler: what is checked is what SCons and the tool
+tests/support/fakecxx.sh as the compiler: what is checked is what SCons and the tool
 decide to build (tests/bench/test_rebuild_counts.py and the CI quick mode compile
 with the real g++ and the real precompiled header).
 """

@@ -2,7 +2,7 @@
 
 A flipped byte in a cached object used to be retrieved and linked, and the
 next `scons -q` said everything was up to date.  These runs use the stand-in
-compiler (tests/support/fakecxx.py): what matters is what SCons retrieves, rebuilds
+compiler (tests/support/fakecxx.sh): what matters is what SCons retrieves, rebuilds
 and reports, not what the objects contain.
 """
 

@@ -30,7 +30,7 @@ from support.spec_facts import REPO
 pytestmark = [pytest.mark.slow, pytest.mark.compile]
 
 SCONS_MIN = "4.5.2"  # site_scons/autograd_compat.py: MIN_SCONS
-FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.py")  # copied into the host folder, not imported
+FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.sh")  # copied into the host folder
 
 # No torch here: flags are set by hand, as the stand-in builds need none.
 SCONSTRUCT = """
@@ -38,7 +38,7 @@ import json, os, sys
 import autograd_scons
 from autograd_scons import torch_flags, verified_cache  # the helpers load (torch_flags needs torch to run)
 
-cxx = sys.executable + " " + os.path.abspath("fakecxx.py")
+cxx = "sh " + os.path.abspath("fakecxx.sh")
 env = Environment(tools=["gcc", "g++", "gnulink", "ar"], CXX=cxx, SHCXX=cxx, LINK=cxx, SHLINK=cxx,
                   ENV={"PATH": os.environ["PATH"]})
 env.SConsignFile("build/.sconsign")
@@ -119,7 +119,7 @@ def _host(tmp, name):
     (host / "spec" / "derivatives.yaml").write_text(DERIVATIVES)
     (host / "own.cpp").write_text('#include "functions/ScaleBackward0.h"\n')
     (host / "SConstruct").write_text(SCONSTRUCT)
-    shutil.copy(FAKE_CXX, host / "fakecxx.py")
+    shutil.copy(FAKE_CXX, host / "fakecxx.sh")
     return host
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A stand-in for nvcc in tests that count what SCons rebuilds (as
-fakecxx.py stands in for g++): installed as `<folder>/bin/nvcc` by
+fakecxx.sh stands in for g++): installed as `<folder>/bin/nvcc` by
 tests/support/cuda_helpers.py, found through CUDA_HOME.
 
 `--version` says the release in $FAKE_NVCC_RELEASE (default 13.0), as
