@@ -29,9 +29,9 @@ example, 29 units with 2 other TUs on 2 cores: 1 bucket, as fast in wall
 time as 2 and ~3 s less CPU).  The edit TUs number `jobs` (at most
 MAX_SLOTS), also kept.
 
-`prelude_pays` is the layout's say on the precompiled prelude: load()'s
-default (`pch="auto"`) precompiles it only for a build with enough TUs to
-take it.
+`prelude_pays` is the layout's say on the precompiled prelude: under load()'s
+default (`pch="auto"`) a cold build's TUs take it only when enough of them
+would (the edit TUs take it all the same: the first edit precompiles it).
 """
 
 from __future__ import annotations
@@ -82,8 +82,9 @@ def prelude_pays(tus_taking_it: int) -> bool:
     `tus_taking_it` TUs would take it: the buckets (or units' own TUs), the
     binding TUs and the caller's sources compiled with it, never the edit
     TUs (they come and go with edits: counting them would switch the prelude,
-    and recompile everything, in the middle of an edit loop).  The rule of
-    load()'s `pch="auto"`; `scons`'s PCH=auto keeps it on, for the edit loop."""
+    and recompile everything, in the middle of an edit loop; the tool gives
+    them the prelude regardless).  The rule of load()'s `pch="auto"`;
+    `scons`'s PCH=auto keeps it on for every TU, for the edit loop."""
     return tus_taking_it >= PCH_MIN_TUS
 
 
