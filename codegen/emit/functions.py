@@ -49,7 +49,9 @@ def _unpack(t: str) -> str:
 
 
 def _packed_type(t: str) -> str:
-    return call("packed_type", t, "") or f"torch::dynamo::autograd::IValuePacker<{t}>::packed_type()"
+    """A function returning the packed type of `t`, for the schema table."""
+    ours = call("packed_type", t, "")
+    return "&" + (ours.removesuffix("()") if ours else f"torch::dynamo::autograd::IValuePacker<{t}>::packed_type")
 
 
 def _pack(t: str, value: str) -> str:

@@ -97,6 +97,18 @@ __attribute__((visibility("hidden"))) variable_list compiled_autograd_apply_func
     const variable_list& grads,
     const std::string& name);
 
+// Compiled autograd: bind this Function's apply_functional_ivalue under
+// `key`, with the packed types of its arguments, once per process.  Defined
+// once per library, in support.cpp.
+using PackedTypeOf = at::TypePtr (*)();
+using FunctionalApply = variable_list (*)(const variable_list&, const ivalue_list&);
+__attribute__((visibility("hidden"))) void compiled_autograd_bind(
+    SwapSavedVariables& saved,
+    const std::string& key,
+    FunctionalApply fn,
+    const PackedTypeOf* packed_types,
+    size_t n);
+
 // Compiled autograd's steps on the common saved types, instantiated once
 // per library in support.cpp (codegen/emit/support.py): a Function's TU calls
 // them instead of instantiating torch's templates again.

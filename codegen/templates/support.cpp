@@ -82,6 +82,21 @@ variable_list compiled_autograd_apply_functional(
       saved.get_py_compiler(), "apply_functional", name, grads, packed_args.vec(), output_metadata);
 }
 
+void compiled_autograd_bind(
+    SwapSavedVariables& saved,
+    const std::string& key,
+    FunctionalApply fn,
+    const PackedTypeOf* packed_types,
+    size_t n) {
+  std::vector<at::TypePtr> schema;
+  schema.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    schema.push_back(packed_types[i]());
+  }
+  torch::dynamo::autograd::getPyCompilerInterface()->bind_function(
+      saved.get_py_compiler(), key, fn, std::move(schema));
+}
+
 }  // namespace ${ns}
 
 namespace ${ns} {

@@ -120,12 +120,13 @@ def test_each_gradient_slot_uses_its_formula():
 
 
 def test_every_compiled_autograd_step_called_through_support_is_instantiated_there():
-    """A Function's file calls `ca_<step><T>(...)` for the common types, which
+    """A Function's file calls `ca_<step><T>(...)` for the common types (or
+    lists `&ca_packed_type<T>` in its schema table), which
     only support.cpp defines (codegen/emit/support.py): a call without its
     explicit instantiation there would fail the link of every library."""
     files = our_files(OPTS)
     calls = {(step, t) for rel, text in files.items() if rel.startswith("functions/")
-             for step, t in re.findall(r"\bca_(\w+)<(.+?)>\(", text)}
+             for step, t in re.findall(r"\bca_(\w+)<(.+?)>[(,]", text)}   # a call, or a schema table's entry
     assert {step for step, _ in calls} == {"collect", "collect_saved", "before", "after", "pack", "unpack",
                                            "packed_type"}
     instantiated = {line for line in files["support.cpp"].splitlines() if line.startswith("template ")}
