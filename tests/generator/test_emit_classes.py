@@ -134,3 +134,25 @@ def test_every_compiled_autograd_step_called_through_support_is_instantiated_the
     assert missing == []
     # and other types still call torch's templates themselves
     assert any("packed_args.unpack<" in text for rel, text in files.items() if rel.startswith("functions/"))
+
+
+def test_compiled_autograd_binds_through_support_with_a_schema_table():
+    """Each Function binds its backward once through support.cpp's
+    compiled_autograd_bind, its schema a constant table with one packed-type
+    function per argument (the mask first): the vector and the bind call
+    compiled inline were ~35% of apply_with_saved's code."""
+    files = our_files(OPTS)
+    for info in our_op_infos():
+        text = files[f"functions/{info.op}.cpp"]
+        assert "std::vector<at::TypePtr>" not in text and "bind_function" not in text, info.op
+        table = re.search(r"static constexpr PackedTypeOf schema\[\] = \{\n(.*?)\n\s*\};", text, re.S)
+        assert table, info.op
+        entries = [e.strip() for e in table.group(1).splitlines()]
+        assert all(e.startswith("&") and e.endswith("packed_type,") or e.startswith("&ca_packed_type<")
+                   for e in entries), (info.op, entries)
+        args = re.search(r"_apply_functional\(\n\s*variable_list&& grads,\n(.*?)\) \{", text, re.S).group(1)
+        assert len(entries) == args.count("\n") + 1, info.op   # needs_input_grad, then each argument
+        assert f"compiled_autograd_bind(saved, compiled_autograd_bind_key, {info.op}_apply_functional_ivalue, " \
+            "schema, std::size(schema));" in text, info.op
+    assert "void compiled_autograd_bind(" in files["support.cpp"]
+    assert "bind_function(" in files["support.cpp"]
