@@ -61,8 +61,8 @@ variable_list ${op}::apply_with_saved(const variable_list& grads, SwapSavedVaria
   static bool called = false;
   if (!called) {
     called = true;
-    // The schema as a constant table, built and bound out of line: inline,
-    // its vector and the binding were a third of each Function's code.
+    // The schema as a constant table, built and bound once per library in
+    // support.cpp: inline, every Function compiled its own vector and call.
     static constexpr PackedTypeOf schema[] = {
         ${packed_types}
     };
