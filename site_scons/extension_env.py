@@ -22,6 +22,7 @@ import SCons.Script as S
 
 import cuda_flags
 import torch_flags
+import unfinished_build
 import verified_cache
 
 
@@ -74,7 +75,8 @@ def environment(vars, cuda):
     cxx = os.path.basename((shlex.split(env.subst("$CXX")) or [""])[0])
     pch = env["PCH"] == "1" or (env["PCH"] == "auto" and "clang" not in cxx)
     env["AUTOGRAD_EXAMPLE_PCH"] = pch  # specs/SConscript
-    env.SConsignFile(os.path.join(build, ".sconsign"))  # one database per build folder
+    _database(env, build)
+    _compiler(env)
     env.Replace(LINK="$CXX")  # not $SMARTLINK, which walks every source on each link
     env.Append(CCFLAGS=S.Split(env["OPT"]))
     if env["CACHEDIR"]:
@@ -115,6 +117,39 @@ def environment(vars, cuda):
     return env, facts
 
 
+def _database(env, build):
+    """One database per build folder, inside it: a relative name would be
+    taken from the SConstruct's folder (the tool's own, for load()), shared by
+    every build and unwritable in a read-only install."""
+    folder = env.Dir(build).abspath
+    os.makedirs(folder, exist_ok=True)
+    db = os.path.join(folder, unfinished_build.DATABASE)
+    env.SConsignFile(db)
+    if not (S.GetOption("help") or S.GetOption("no_exec") or S.GetOption("question")):
+        unfinished_build.begin(db, env.Dir("#").abspath, folder)
+
+
+def _compiler(env):
+    """A compiler that is not there: one line naming it, not make's `Error 127`."""
+    try:
+        words = shlex.split(env.subst("$CXX"))
+    except ValueError as e:
+        words = []
+        print(f"scons: *** CXX {env['CXX']!r}: {e}", file=sys.stderr)
+        S.Exit(2)
+    program = words[0] if words else ""
+    if not _found(env, program) and not S.GetOption("help"):
+        print(f"scons: *** CXX {program!r}: compiler not found (set CXX to an installed C++ compiler)",
+              file=sys.stderr)
+        S.Exit(2)
+
+
+def _found(env, program) -> bool:
+    if os.sep in program:
+        return os.path.isfile(program) and os.access(program, os.X_OK)
+    return bool(program and env.WhereIs(program))
+
+
 def _launcher(env):
     try:
         launcher = shlex.split(env["LAUNCHER"])
@@ -124,9 +159,7 @@ def _launcher(env):
     if not launcher:
         return
     program = launcher[0]
-    found = (os.path.isfile(program) and os.access(program, os.X_OK)) if os.sep in program \
-        else env.WhereIs(program)
-    if not found:
+    if not _found(env, program):
         print(f"scons: *** LAUNCHER {program!r}: program not found", file=sys.stderr)
         S.Exit(2)
     # The tool puts $AUTOGRAD_LAUNCHER before every compile, inside $( $).

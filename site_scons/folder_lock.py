@@ -39,7 +39,10 @@ _POLL_S = 0.05
 
 
 class FolderError(OSError):
-    """The build folder cannot be made or written (one line)."""
+    """The build folder cannot be made or written, or is not ours (one line)."""
+
+    def __str__(self) -> str:  # the line itself, not OSError's "[Errno N] " before it
+        return str(self.strerror)
 
 
 class LockTimeout(TimeoutError):
@@ -77,7 +80,8 @@ class BuildLock:
     def __enter__(self) -> "BuildLock":
         try:
             os.makedirs(self.folder, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # Not through a link planted in its place; the holder's pid is nobody else's business.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as e:
             raise FolderError(e.errno, f"{self.label}: cannot write the build folder {self.folder}: "
                               f"{e.strerror} (build_directory=, or $AUTOGRAD_EXTENSIONS_DIR)") from None

@@ -35,8 +35,9 @@ import re
 import shlex
 import shutil
 
-from . import scons_run, torch_flags
-from .folder_lock import BuildLock
+from . import scons_run, torch_flags, unfinished_build
+from .folder_lock import BuildLock, FolderError
+from .private_folder import ensure as ensure_private
 
 SPEC = "load_spec.json"
 STAMP = ".up_to_date.json"
@@ -58,10 +59,16 @@ def _label(name) -> str:
     return f"load({name})" if isinstance(name, str) else f"load({name!r})"
 
 
+MAX_NAME = 100  # it names a folder and `<name>.so.<pid>.tmp`: far below any file system's 255
+
+
 def _check_name(name) -> None:
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise LoadError(f"load({name!r}): the name must be a Python identifier (it names the library "
                         "and its build folder)")
+    if len(name) > MAX_NAME:
+        raise LoadError(f"load({name[:20]}...): the name has {len(name)} characters; at most {MAX_NAME} "
+                        "(it names the library and its build folder)")
 
 
 def _file(path, what: str, name: str) -> str:
@@ -101,12 +108,21 @@ def folder_key() -> str:
     return f"{torch_flags.python_abi()}_torch{version}_{build}_{program}-{tag}"
 
 
+def extensions_root() -> str:
+    return os.path.abspath(os.environ.get("AUTOGRAD_EXTENSIONS_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "autograd_extensions"))
+
+
 def build_folder(name: str, build_directory=None) -> str:
     if build_directory is not None:
         return os.path.abspath(os.fspath(build_directory))
-    root = os.environ.get("AUTOGRAD_EXTENSIONS_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "autograd_extensions")
-    return os.path.join(os.path.abspath(root), name, folder_key())
+    return os.path.join(extensions_root(), name, folder_key())
+
+
+def _root(build_directory) -> str:
+    """The folder whose ownership is checked, with every folder below it
+    (private_folder): the user's own build_directory=, else the cache's root."""
+    return os.path.abspath(os.fspath(build_directory)) if build_directory is not None else extensions_root()
 
 
 def _op_namespace(native_functions: str) -> str:
@@ -115,35 +131,37 @@ def _op_namespace(native_functions: str) -> str:
     return m.group(1) if m else "aten"
 
 
-def _write_if_changed(path: str, text: str) -> None:
+def _read(path: str):
+    """The bytes of a file of ours (never through a link), or None."""
     try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == text:
-                return
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        pass
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def _write_if_changed(path: str, text: str) -> None:
+    data = text.encode("utf-8")
+    if _read(path) != data:
+        scons_run.write_bytes(path, data)
 
 
 def _publish(linked: str, library: str) -> None:
-    """The finished link, renamed into place: a process loading `library`
-    sees the old file or the new one, never a half-written one."""
-    tmp = f"{library}.{os.getpid()}.tmp"
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-    try:
-        os.link(linked, tmp)
-    except OSError:  # no hard links here
-        shutil.copy2(linked, tmp)
-    os.replace(tmp, library)
+    """A copy of the finished link, renamed into place: a process loading
+    `library` sees the old file or the new one, never a half-written one,
+    and a later link writing obj/ in place never changes the published file
+    (a hard link would share its bytes).  A link that never finished left
+    no `linked`: the SConstruct's database vouches for what is there
+    (unfinished_build)."""
+    data = _read(linked)
+    if data is None:
+        raise FileNotFoundError(2, "the link left no library", linked)
+    if _read(library) != data:
+        scons_run.write_bytes(library, data)
 
 
-def _build_and_load(name, spec, folder, verbose, timeout, cuda, pch, cache_dir, inline=None):
+def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache_dir, inline=None):
     label = _label(name)
     # PCH is in `key` with the other variables: switching it runs SCons, whose
     # signatures (the -include of the prelude is on every command line) then
@@ -163,18 +181,15 @@ def _build_and_load(name, spec, folder, verbose, timeout, cuda, pch, cache_dir, 
     before = _loaded.get(name)
     if before is not None:
         return _again(label, before, folder, key, stamp, timeout)
+    ensure_private(folder, root, label)
     with BuildLock(folder, timeout=timeout, label=label) as lock:
-        for rel, text in (inline or {}).items():
-            os.makedirs(os.path.dirname(os.path.join(folder, rel)), exist_ok=True)
-            _write_if_changed(os.path.join(folder, rel), text)
-        _write_if_changed(os.path.join(folder, SPEC), json.dumps(dict(spec, name=name), indent=1, sort_keys=True))
-        if not (scons_run.up_to_date(stamp, key) and os.path.isfile(library)):
-            scons_run.clear_stamp(stamp)
-            launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
-            result = scons_run.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
-                                         verbose=verbose, label=label, lock=lock)
-            _publish(os.path.join(folder, "obj", f"{name}.so"), library)
-            scons_run.write_stamp(stamp, key, result.inputs_path)
+        try:
+            _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose, label, lock)
+        except FolderError:
+            raise
+        except OSError as e:  # a full disk, a read-only folder: the path, and nothing half-written
+            where = f" {e.filename}" if e.filename else ""
+            raise FolderError(e.errno, f"{label}: cannot write{where}: {e.strerror}") from None
         digests = _digests(stamp)
         torch.ops.load_library(library)
     namespace = getattr(torch.ops, _op_namespace(spec["native_functions"]))
@@ -182,12 +197,35 @@ def _build_and_load(name, spec, folder, verbose, timeout, cuda, pch, cache_dir, 
     return namespace
 
 
+def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose, label, lock) -> None:
+    """Under the lock: the inputs written, then SCons unless the stamp
+    vouches for the inputs and for the library's bytes."""
+    stamp, library = os.path.join(folder, STAMP), os.path.join(folder, f"{name}.so")
+    for rel, text in (inline or {}).items():
+        path = os.path.join(folder, rel)
+        ensure_private(os.path.dirname(path), folder, label)
+        _write_if_changed(path, text)
+    _write_if_changed(os.path.join(folder, SPEC), json.dumps(dict(spec, name=name), indent=1, sort_keys=True))
+    if scons_run.up_to_date(stamp, key) and os.path.isfile(library):
+        return
+    if scons_run.outputs_differ(stamp):
+        # The library is not the one this folder built: nothing in it is
+        # taken on trust, SCons checks every target against its database.
+        unfinished_build.distrust(os.path.join(folder, unfinished_build.DATABASE))
+    scons_run.clear_stamp(stamp)
+    launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
+    result = scons_run.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
+                                 verbose=verbose, label=label, lock=lock)
+    _publish(os.path.join(folder, "obj", f"{name}.so"), library)
+    scons_run.write_stamp(stamp, key, result.inputs_path, outputs=[library])
+
+
 def _digests(stamp: str) -> list:
     """(path, digest) of every input in a stamp (not the stats, which a
     touch moves), or None."""
     try:
         with open(stamp) as f:
-            return [(row[0], row[3]) for row in json.load(f)["inputs"]]
+            return [(row[0], row[-1]) for row in json.load(f)["inputs"]]
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
 
@@ -249,7 +287,7 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
              "sources": [_file(s, "source", name) for s in _words(sources, "sources", name)]}
     spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
                  extra_ldflags, extra_include_paths)
-    return _build_and_load(name, spec, build_folder(name, build_directory), verbose, timeout, cuda, pch,
+    return _build_and_load(name, spec, build_folder(name, build_directory), _root(build_directory), verbose, timeout, cuda, pch,
                            cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"))
 
 
@@ -283,5 +321,5 @@ def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_source
              "tags": path("tags.yaml"), "sources": [p for p in (path("main.cpp"), path("cuda.cu")) if p]}
     spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
                  extra_ldflags, extra_include_paths)
-    return _build_and_load(name, spec, folder, verbose, timeout, cuda, pch,
+    return _build_and_load(name, spec, folder, _root(build_directory), verbose, timeout, cuda, pch,
                            cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"), inline=inline)

@@ -118,36 +118,81 @@ def _digest(path: str, algorithm: str) -> str:
 
 
 def _stat(path: str) -> list:
+    """What moves when a file is written or replaced: ctime and the inode
+    cannot be set back by whoever writes it, as an mtime can."""
     st = os.stat(path)
-    return [st.st_mtime_ns, st.st_size]
+    return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
+
+
+def _read_stamp(stamp_path: str):
+    """The stamp's JSON, or None when it is missing or damaged in any way
+    (a folder, a link, deep nesting, not JSON): a damaged stamp is a rebuild."""
+    try:
+        fd = os.open(stamp_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd) as f:
+            stamp = json.load(f)
+        if not isinstance(stamp, dict) or not isinstance(stamp.get("algorithm"), str):
+            return None
+        return stamp
+    except (OSError, ValueError, RecursionError, UnicodeDecodeError):
+        return None
+
+
+def _still(rows, algorithm) -> tuple[bool, bool]:
+    """(every file of `rows` has its stat or else its digest, some stat moved);
+    the rows of moved files get their new stat."""
+    moved = False
+    for row in rows:
+        path, recorded, digest = row
+        st = _stat(path)
+        if st != recorded:
+            if _digest(path, algorithm) != digest:
+                return False, moved
+            row[1], moved = st, True
+    return True, moved
 
 
 def up_to_date(stamp_path: str, key) -> bool:
-    """The stamp exists, holds `key`, and every input it lists still has
-    its stat or, where the stat moved, its digest.  Files whose stat moved
-    but not their bytes (a touch, a checkout) get their new stat recorded,
-    so the next check is stats alone again: call it holding the lock."""
+    """The stamp exists, holds `key`, and every input and output it lists
+    still has its stat or, where the stat moved, its digest.  Files whose
+    stat moved but not their bytes (a touch, a checkout) get their new stat
+    recorded, so the next check is stats alone again: call it holding the
+    lock."""
+    stamp = _read_stamp(stamp_path)
     try:
-        with open(stamp_path) as f:
-            stamp = json.load(f)
-        if stamp["key"] != json.loads(json.dumps(key)):
+        if stamp is None or stamp["key"] != json.loads(json.dumps(key)):
             return False
-        algorithm, moved = stamp["algorithm"], False
-        for row in stamp["inputs"]:
-            path, mtime, size, digest = row
-            st = _stat(path)
-            if st != [mtime, size]:
-                if _digest(path, algorithm) != digest:
-                    return False
-                row[1:3], moved = st, True
-    except (OSError, ValueError, KeyError, TypeError):
+        same, moved = _still(stamp["inputs"], stamp["algorithm"])
+        if same:
+            same, moved_out = _still(stamp.get("outputs", []), stamp["algorithm"])
+            moved = moved or moved_out
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return False
+    if not same:
         return False
     if moved:
         try:
-            _write_json(stamp_path, stamp)
+            write_json(stamp_path, stamp)
         except OSError:
             pass
     return True
+
+
+def outputs_differ(stamp_path: str) -> list[str]:
+    """The outputs a readable stamp lists whose bytes are no longer the ones
+    it recorded (replaced, truncated, swapped): not built by this build."""
+    stamp = _read_stamp(stamp_path)
+    differ = []
+    try:
+        for path, recorded, digest in (stamp or {}).get("outputs", []):
+            try:
+                if _stat(path) != recorded and _digest(path, stamp["algorithm"]) != digest:
+                    differ.append(path)
+            except FileNotFoundError:
+                continue
+    except (OSError, ValueError, TypeError):
+        return differ
+    return differ
 
 
 def clear_stamp(stamp_path: str) -> None:
@@ -155,20 +200,43 @@ def clear_stamp(stamp_path: str) -> None:
         os.unlink(stamp_path)
     except FileNotFoundError:
         pass
+    except IsADirectoryError:  # (a folder in its place: a rebuild, not an error)
+        import shutil
+        shutil.rmtree(stamp_path)
 
 
-def _write_json(path: str, value) -> None:
+def write_json(path: str, value) -> None:
+    """`path` replaced by `value` as JSON, never half-written: a temporary
+    file (owner-only, not through a link), renamed over it; the temporary
+    is removed when the write fails (a full disk)."""
+    write_bytes(path, json.dumps(value).encode())
+
+
+def write_bytes(path: str, data: bytes) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(value, f)
-    os.replace(tmp, path)
+    try:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise OSError(e.errno, e.strerror, path) from None
 
 
-def write_stamp(stamp_path: str, key, inputs_path: str) -> None:
-    """After a successful build: `key` and the inputs record_inputs wrote."""
+def write_stamp(stamp_path: str, key, inputs_path: str, outputs=()) -> None:
+    """After a successful build: `key`, the inputs record_inputs wrote, and
+    the `outputs` as they are now (stat and digest)."""
     with open(inputs_path) as f:
         recorded = json.load(f)
-    _write_json(stamp_path, dict(recorded, key=key))
+    algorithm = recorded["algorithm"]
+    rows = [[os.path.abspath(p), _stat(p), _digest(p, algorithm)] for p in outputs]
+    write_json(stamp_path, dict(recorded, key=key, outputs=rows))
 
 
 def record_inputs(targets, inputs_path: str, extra=(), code_roots=()) -> None:
@@ -217,10 +285,10 @@ def record_inputs(targets, inputs_path: str, extra=(), code_roots=()) -> None:
         for path, csig in sorted(leaves().items()):
             st = _stat(path)
             # the bytes SCons built from, unless the file moved since
-            rows.append([path] + (st if _digest(path, algorithm) == csig else [0, 0]) + [csig])
+            rows.append([path, st if _digest(path, algorithm) == csig else None, csig])
         for path, (st, digest) in sorted(early.items()):
-            rows.append([path] + (st if _stat(path) == st else [0, 0]) + [digest])
-        _write_json(inputs_path, {"algorithm": algorithm, "inputs": rows})
+            rows.append([path, st if _stat(path) == st else None, digest])
+        write_json(inputs_path, {"algorithm": algorithm, "inputs": rows})
 
     atexit.register(write)
 
@@ -236,7 +304,10 @@ class BuildResult:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the caller dies (Linux)."""
+    """In the child before exec: files and folders the build makes are the
+    user's alone (0600/0700, whatever the caller's umask), and SIGKILL when
+    the caller dies (Linux)."""
+    os.umask(0o077)
     try:
         import ctypes
         import signal
@@ -320,7 +391,9 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
     log_path = os.path.join(folder, LOG)
     progress = _Progress(label, say, verbose)
     progress.jobs = jobs
-    with open(log_path, "w") as log:
+    # Not through a link planted in the folder's place of the log.
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as log:
         log.write("$ " + " ".join(cmd) + "\n")
         log.flush()
         proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -263,7 +263,7 @@ def test_bad_input_one_clear_error_each(ext, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     line = error(dict(call, build_directory=str(blocker / "build")))
-    assert line.startswith(f"ERROR FolderError: [Errno 20] load(myops): cannot write the build folder {blocker}/build")
+    assert line.startswith(f"ERROR FolderError: load(myops): cannot write the build folder {blocker}/build")
     assert not os.path.exists(call["build_directory"])
     inline = {"inline": True, "name": "myops", "native_functions": 3, "derivatives": "",
               "build_directory": call["build_directory"]}
