@@ -46,18 +46,25 @@ def same_bytes(path: str, data: bytes) -> bool:
         return False
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, mode: int = 0o666) -> None:
+    """`path` replaced by `data`, never half-written: a temporary beside it
+    (made with `mode` less the umask, never through a link), renamed over
+    it.  On failure (a full disk) the temporary is removed and the error
+    names `path`."""
     d, name = os.path.split(path)
     tmp = os.path.join(d, f".{name}.{os.getpid()}{_TMP}")
     try:
-        with open(tmp, "wb") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and e.filename != path:
+            raise OSError(e.errno, e.strerror, path) from None
         raise
 
 

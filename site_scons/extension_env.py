@@ -18,6 +18,7 @@ import os
 import shlex
 import sys
 
+import SCons.Errors
 import SCons.Script as S
 
 import cuda_flags
@@ -81,7 +82,12 @@ def environment(vars, cuda):
     env.Append(CCFLAGS=S.Split(env["OPT"]))
     if env["CACHEDIR"]:
         # Entries are checked against a digest before use: a corrupt one is evicted and rebuilt.
-        env.CacheDir(env["CACHEDIR"], verified_cache.VerifiedCacheDir)
+        try:
+            env.CacheDir(env["CACHEDIR"], verified_cache.VerifiedCacheDir)
+        except SCons.Errors.SConsEnvironmentError as e:  # SCons's own words, not a traceback
+            print(f"scons: *** CACHEDIR={env['CACHEDIR']}: {str(e).rstrip(': ')} (a damaged `config` "
+                  "there: remove it, or choose another CACHEDIR)", file=sys.stderr)
+            S.Exit(2)
     _launcher(env)
 
     # compilation_db hooks the object emitters: load it before any object exists,
@@ -98,7 +104,8 @@ def environment(vars, cuda):
     except ValueError as e:
         print(f"scons: *** PYTHON={env['PYTHON']}: {e}", file=sys.stderr)
         S.Exit(2)
-    facts = torch_flags.configure(env, os.path.join(build, ".torch.json"), python=env["PYTHON"])
+    facts = torch_flags.configure(env, os.path.join(env.Dir(build).abspath, ".torch.json"),
+                                 python=env["PYTHON"])
     if cuda(env):
         try:  # the .cu kernels, or the one line that says why not (nvcc.CudaObjects)
             cuda_flags.configure(env, facts, env["CUDA"], env["TORCH_CUDA_ARCH_LIST"])

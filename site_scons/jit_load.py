@@ -158,7 +158,7 @@ def _publish(linked: str, library: str) -> None:
     if data is None:
         raise FileNotFoundError(2, "the link left no library", linked)
     if _read(library) != data:
-        scons_run.write_bytes(library, data)
+        scons_run.write_bytes(library, data, mode=0o700)
 
 
 def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache_dir, inline=None):

@@ -51,6 +51,9 @@ GENERATED_TAG = "autograd_build: "  # lines an SConstruct prints for the progres
 # g++/clang (`file:line:col: error:`) and nvcc (`file(line): error:`)
 _ERROR = re.compile(r"^(\S.*?):(\d+)(?::\d+)?: (?:fatal )?error\b.*$|^(\S.*?)\((\d+)\): error\b.*$", re.M)
 _SCONS_ERROR = re.compile(r"^scons: \*\*\* (.*)$", re.M)
+# An exception SCons caught while reading the SConscripts: `OSError: [Errno 28] ...:`
+# followed by its stack
+_READ_ERROR = re.compile(r"^(\w+(?:Error|Exception): .*?):?\n  File \"", re.M)
 _COMPILE = re.compile(r" -o (\S+) .*-c |-c .* -o (\S+)")
 _LINK = re.compile(r" -o (\S+\.(?:so|dylib|pyd))\b")
 
@@ -68,6 +71,16 @@ def first_error(text: str) -> str:
     if m:
         return m.group(0).strip()
     m = _SCONS_ERROR.search(text)
+    if m:
+        said = m.group(1).strip()
+        before = [line.strip() for line in text[:m.start()].splitlines()[-1:]]
+        # `[obj/x.so] Error 1` alone says nothing: the command's own last
+        # line does (`ld: ...: No space left on device`), unless that is the
+        # command itself.
+        if re.fullmatch(r"\[.*\] Error \d+", said) and before and before[0] and " -o " not in before[0]:
+            return f"{before[0]} {said}"
+        return said
+    m = _READ_ERROR.search(text)
     if m:
         return m.group(1).strip()
     lines = [line for line in text.splitlines() if line.strip()]
@@ -212,21 +225,9 @@ def write_json(path: str, value) -> None:
     write_bytes(path, json.dumps(value).encode())
 
 
-def write_bytes(path: str, data: bytes) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise OSError(e.errno, e.strerror, path) from None
+def write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
+    from codegen.writer import write_atomic  # (the generator beside this package)
+    write_atomic(path, data, mode)
 
 
 def write_stamp(stamp_path: str, key, inputs_path: str, outputs=()) -> None:
@@ -370,6 +371,14 @@ def _stdout(line: str) -> None:
     print(line, flush=True)
 
 
+def _log(log, text: str, path: str) -> None:
+    try:
+        log.write(text)
+        log.flush()
+    except OSError as e:  # a full disk: say which file
+        raise OSError(e.errno, e.strerror, path) from None
+
+
 def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *, jobs: Optional[int] = None,
               verbose: bool = False, label: str = "build", lock=None, say: Callable[[str], None] = _stdout,
               site_dir: Optional[str] = None, extra_args=()) -> BuildResult:
@@ -394,8 +403,7 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
     # Not through a link planted in the folder's place of the log.
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "w") as log:
-        log.write("$ " + " ".join(cmd) + "\n")
-        log.flush()
+        _log(log, "$ " + " ".join(cmd) + "\n", log_path)
         proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace", start_new_session=True,
                                 preexec_fn=_die_with_parent)
@@ -403,8 +411,7 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
             lock.set_group(proc.pid)
         try:
             for line in proc.stdout:
-                log.write(line)
-                log.flush()
+                _log(log, line, log_path)
                 progress.line(line.rstrip("\n"))
             rc = proc.wait()
         except BaseException:  # Ctrl-C: take the whole build down with us

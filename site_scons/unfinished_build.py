@@ -88,9 +88,23 @@ def recover(db_path: str, top: str, folder: str) -> list[str]:
     return removed
 
 
-def _saved(write):
+def _saved(write, db_path):
+    import SCons.SConsign
     def write_then_unmark(*args, **kwargs):
-        result = write(*args, **kwargs)
+        try:
+            result = write(*args, **kwargs)
+        except BaseException:
+            # dblite writes `<db>.tmp`, then renames it: a failed write (a
+            # full disk) leaves it, and would again when the database is
+            # collected at exit.  The mark stays, for the next build.
+            for db in SCons.SConsign.DB_sync_list:
+                if hasattr(db, "_needs_sync"):
+                    db._needs_sync = False
+            try:
+                os.unlink(db_path + ".tmp")
+            except OSError:
+                pass
+            raise
         while _pending:
             try:
                 os.unlink(_pending.pop())
@@ -154,4 +168,4 @@ def begin(db_path: str, top: str, folder: str, say=print) -> None:
     import atexit
     atexit.register(_unmark_if_nothing_built, folder, mark, _snapshot(folder, mark))
     if not getattr(SCons.SConsign.write, "autograd_unmarks", False):
-        SCons.SConsign.write = _saved(SCons.SConsign.write)
+        SCons.SConsign.write = _saved(SCons.SConsign.write, db_path)

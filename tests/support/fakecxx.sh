@@ -11,7 +11,8 @@
 # milliseconds), so that what the tool does to objects (weakening a bucket's
 # symbols with nm and objcopy, codegen/weaken.py) runs for real on it.
 #
-# A `-shared` link makes a real (empty) shared library holding the digest,
+# A `-shared` link makes a real (empty) shared library holding the digest
+# (and the fingerprints of its objects' sources),
 # which torch.ops.load_library can dlopen (tests/python/test_load*.py).  A file
 # `.fakecxx_stall` in the folder it runs in, holding `<compile|link>:<marker>`,
 # makes that step write half its output, create the marker file, and wait a
@@ -69,6 +70,16 @@ trap 'rm -rf "$tmp"' EXIT
 # One name for the data in every object: the same symbols in each (as an
 # edited unit's old and new copies define the same functions).
 echo "$digest" > "$tmp/fake_object"
+# Fingerprints (`AGF_FINGERPRINT(...)`, written in a test's source) pass from
+# the sources into their objects and from the objects into the library, so a
+# process can read, in the library it loaded, which sources made it
+# (support/fingerprints.py).
+for a in "$@"; do
+    case $a in
+        *.cpp | *.cc | *.os | *.o)
+            [ "$a" = "$out" ] || grep -ao 'AGF_FINGERPRINT([A-Za-z0-9_]*)' -- "$a" || true ;;
+    esac
+done | sort -u >> "$tmp/fake_object"
 if [ "$step" = compile ]; then
     (cd "$tmp" && ld -r -b binary -o "$target" fake_object)
 else
