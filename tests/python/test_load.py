@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from support.load_helpers import FAKE_CXX, command, environ, example, run, start
+from support.load_helpers import FAKE_CXX, command, environ, example, run, stall, start, wait_for
 from support.scons_helpers import clone, compiled, edit, scons
 from support.spec_facts import REPO
 
@@ -175,19 +175,7 @@ def test_four_processes_at_once_one_builds(ext):
 
 
 def _stall(call, step):
-    marker = os.path.join(call["build_directory"], f"stalled-{step}")
-    os.makedirs(call["build_directory"], exist_ok=True)
-    with open(os.path.join(call["build_directory"], ".fakecxx_stall"), "w") as f:
-        f.write(f"{step}:{marker}")
-    return marker
-
-
-def _wait_for(path, proc, limit=120):
-    deadline = time.monotonic() + limit
-    while not os.path.exists(path):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+    return stall(call["build_directory"], step)
 
 
 def _stalled_compilers(folder):
@@ -213,7 +201,7 @@ def test_a_killed_builder_never_blocks_nor_poisons_the_next_load(ext, step):
     before = open(library(call), "rb").read() if step == "link" else None
     marker = _stall(call, step)
     builder = start(call, env)
-    _wait_for(marker, builder)
+    wait_for(marker, builder)
     os.kill(builder.pid, signal.SIGKILL)
     builder.communicate()
     # Nothing half-written is in place: the old library, or none yet.

@@ -14,12 +14,11 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 
 import pytest
 
 from support.fingerprints import THEN_FAKE, environ, fp_call, loaded_value, run, start
-from support.load_helpers import command
+from support.load_helpers import command, stall, wait_for
 from support.spec_facts import REPO
 
 
@@ -56,28 +55,13 @@ def test_two_extensions_and_two_folders_at_once(tmp_path):
                       .replace("self, ", "self, 9", 1)) for c in calls]
 
 
-def _stall_link(folder):
-    marker = os.path.join(folder, "stalled-link")
-    with open(os.path.join(folder, ".fakecxx_stall"), "w") as f:
-        f.write(f"link:{marker}")
-    return marker
-
-
-def _wait_for(path, proc, limit=120):
-    deadline = time.monotonic() + limit
-    while not os.path.exists(path):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_a_build_killed_after_the_edit_compiled_then_undone_loads_the_undone_source(tmp_path, sig):
     folder = tmp_path / "build"
     assert loads(fp_call("m3", folder, 1)) == "1"
-    marker = _stall_link(str(folder))
+    marker = stall(str(folder), "link")
     builder = start(fp_call("m3", folder, 2), environ(), then=THEN_FAKE)
-    _wait_for(marker, builder)            # the edited object is compiled; the link stalls
+    wait_for(marker, builder)            # the edited object is compiled; the link stalls
     os.kill(builder.pid, sig)
     builder.communicate(timeout=120)
     os.unlink(os.path.join(folder, ".fakecxx_stall"))

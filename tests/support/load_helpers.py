@@ -85,3 +85,24 @@ def start(call, env, then="", fresh=False):
         return subprocess.Popen(command(call, then), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env)
     return forked.Forked(RUNNER, command(call, then)[3:], env)
+
+
+def stall(folder, step):
+    """Make the stand-in compiler's `step` ("compile" or "link") in `folder`
+    write half its output, then wait (support/fakecxx.sh); returns the marker
+    file it creates when it gets there."""
+    marker = os.path.join(folder, f"stalled-{step}")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, ".fakecxx_stall"), "w") as f:
+        f.write(f"{step}:{marker}")
+    return marker
+
+
+def wait_for(path, proc, limit=120):
+    """Poll until `path` exists; fails if `proc` ends first or after `limit` s."""
+    import time
+    deadline = time.monotonic() + limit
+    while not os.path.exists(path):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
