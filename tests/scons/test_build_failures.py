@@ -248,12 +248,12 @@ def test_read_only_output_gives_one_line_and_loses_nothing(built_repo):
 
 
 def test_full_disk_gives_one_line_and_the_next_build_recovers(built_repo):
-    prelude = ("import errno, builtins\n_open = builtins.open\n"
-               "def full(path, mode='r', *a, **k):\n"
-               "    if 'w' in mode and str(path).endswith('.tmp'):\n"
+    prelude = ("import errno, os\n_open = os.open\n"
+               "def full(path, flags, *a, **k):\n"
+               "    if flags & os.O_CREAT and str(path).endswith('.tmp'):\n"
                "        raise OSError(errno.ENOSPC, 'No space left on device', path)\n"
-               "    return _open(path, mode, *a, **k)\n"
-               "builtins.open = full\n")
+               "    return _open(path, flags, *a, **k)\n"
+               "os.open = full\n")
     edit(os.path.join(built_repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
     before = tree(os.path.join(built_repo, GEN))
     line = one_error_line(scons(built_repo, *EXAMPLE_ARGS, prelude=prelude, check=False))
