@@ -24,10 +24,8 @@ import time
 from dataclasses import dataclass
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "site_scons"))
-import torch_flags  # noqa: E402  (site_scons/: where the SConstruct finds torch's specs too)
+from autograd_scons.buildenv import torch_flags  # where the SConstruct finds torch's specs too
 
-sys.path.pop(0)
 
 FUNCTIONS_MANUAL = "torch/csrc/autograd/FunctionsManual.h"
 
@@ -68,9 +66,9 @@ def torchgen_cmd(nf: str, tags: str, d: str, out: str | None = None) -> list[str
 def ours_cmd(nf: str, tags: str, d: str, out: str | None = None) -> list[str]:
     """`python -m codegen infos`, or with `out` `generate` (torch's helpers included)."""
     if out is None:
-        return [sys.executable, "-m", "codegen", "infos", "--native-functions", nf, "--tags", tags,
+        return [sys.executable, "-m", "autograd_scons", "infos", "--native-functions", nf, "--tags", tags,
                 "--derivatives", d]
-    return [sys.executable, "-m", "codegen", "generate", "--native-functions", nf, "--tags", tags,
+    return [sys.executable, "-m", "autograd_scons", "generate", "--native-functions", nf, "--tags", tags,
             "--derivatives", d, "--out", out, "--include", FUNCTIONS_MANUAL, "--quiet"]
 
 

@@ -113,7 +113,7 @@ def generate(specs: tuple[str, str, str], out: str, checkout: str) -> tuple[floa
     """(wall, CPU, (regenerated, unchanged, removed)) of one `python -m codegen
     generate` of the generator in `checkout` (run from there: cwd first on sys.path)."""
     nf, tags, d = specs
-    cmd = [sys.executable, "-m", "codegen", "generate", "--native-functions", nf, "--tags", tags,
+    cmd = [sys.executable, "-m", "autograd_scons", "generate", "--native-functions", nf, "--tags", tags,
            "--derivatives", d, "--out", out, "--include", FUNCTIONS_MANUAL, "--override", "--jobs", "2",
            "--quiet"]
     r = timed(cmd, cwd=checkout)

@@ -60,10 +60,10 @@ if sys.argv[2] == "ours":
 else:  # regenerate first when asked (cpp_extension cannot), then the layout's TUs
     generate, gen, kernels = args.pop("generate"), args.pop("gen"), args.pop("kernels")
     if generate:
-        from codegen.cli import main
+        from autograd_scons.__main__ import main
         assert main(generate) == 0
     if "sources" not in args:
-        from codegen.manifest import MANIFEST, read_manifest
+        from autograd_scons.codegen.manifest import MANIFEST, read_manifest
         args["sources"] = [os.path.join(gen, r) for r in read_manifest(os.path.join(gen, MANIFEST))[0].sources]
         args["sources"].append(kernels)
     from torch.utils.cpp_extension import load
@@ -121,7 +121,7 @@ class Sides:
                                 "--include", "myops/backward_helpers.h", "--quiet"]
         else:
             sys.path.insert(0, REPO)
-            from codegen.manifest import MANIFEST, read_manifest
+            from autograd_scons.codegen.manifest import MANIFEST, read_manifest
             manifest, _ = read_manifest(os.path.join(gen, MANIFEST))
             args["sources"] = [os.path.join(gen, r) for r in manifest.sources] + [args["kernels"]]
         return args

@@ -48,7 +48,7 @@ PLAIN_SCONSTRUCT = """\
 # files are plain sources here.
 import os, sys
 sys.path.insert(0, {site!r})
-import torch_flags
+from autograd_scons.buildenv import torch_flags
 
 DefaultEnvironment(tools=[])
 env = Environment(tools=["gcc", "g++", "gnulink", "ar"], CXX=ARGUMENTS.get("CXX", "g++"),

@@ -3,7 +3,8 @@
     python benchmarks/compare_generated.py [--base cfbf061] [--head WORKTREE] [--no-torch]
 
 Each commit's generator is exported with `git archive` (the base) or used in
-place (the head, default: this checkout) and run as `python -m codegen generate`
+place (the head, default: this checkout) and run as `python -m autograd_scons generate`
+(`python -m codegen generate` at a commit from before the one package)
 on the example (specs/, in the layouts and options its builds use, and after
 a formula edit, so that edit TUs and a shadowed unit are written), the test
 fixtures, and torch's own specs. Every file of the two trees is compared line
@@ -50,8 +51,7 @@ def _cases(torch: bool) -> list[tuple[str, list[str]]]:
          + ["--include", "helpers.h", "--unity", "0"]),
     ]
     if torch:
-        sys.path.insert(0, os.path.join(REPO, "site_scons"))
-        import torch_flags  # site_scons/: where torch's specs are
+        from autograd_scons.buildenv import torch_flags  # site_scons/: where torch's specs are
         nf, tags, d = torch_flags.torch_specs()
         # The bucket count fixed at the base's automatic 12: issue 27 changed the
         # automatic count on purpose (at most 96 units a bucket: 8 at -j2).
@@ -59,6 +59,18 @@ def _cases(torch: bool) -> list[tuple[str, list[str]]]:
                                         "--include", "torch/csrc/autograd/FunctionsManual.h", "--jobs", "2",
                                         "--unity", "12"]))
     return cases
+
+
+def _generator(src: str) -> tuple[str, str]:
+    """(module to run with -m, PYTHONPATH) of a checkout's generator: the
+    package autograd_scons (site_scons/, the generator inside it), or, in a
+    checkout from before the one package, the top-level codegen."""
+    if not os.path.lexists(os.path.join(src, "site_scons", "codegen")):
+        return "codegen", src
+    path = os.path.join(tempfile.mkdtemp(prefix="compare-generated-"), "path")
+    os.makedirs(path)
+    os.symlink(os.path.join(src, "site_scons"), os.path.join(path, "autograd_scons"))
+    return "autograd_scons", path
 
 
 def _generate(src: str, out: str, args: list[str]) -> str:
@@ -76,8 +88,9 @@ def _generate(src: str, out: str, args: list[str]) -> str:
             f.write(text.replace(EDIT[0], EDIT[1], 1))
         if err:
             return err
-    r = subprocess.run([sys.executable, "-m", "codegen", "generate", "--out", out, "-q", *args],
-                       cwd=src, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": src})
+    module, path = _generator(src)
+    r = subprocess.run([sys.executable, "-m", module, "generate", "--out", out, "-q", *args],
+                       cwd=src, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path})
     return "" if r.returncode == 0 else (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
 
 

@@ -1,4 +1,6 @@
-"""`python -m codegen`: the generator's command line.
+"""The generator's commands of `python -m autograd_scons` (infos, generate,
+weaken): `add_commands` puts them on the tool's parser (autograd_scons's
+__main__.py), `run` runs the one parsed.
 
 Each command imports what it runs when it runs (the imports inside the
 `_cmd_*` functions): `--help` and `weaken` load no parser or emitter.
@@ -10,7 +12,6 @@ import argparse
 import json
 import os
 import sys
-from typing import Optional, Sequence
 
 from .errors import SpecError, os_error_line
 
@@ -73,10 +74,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m codegen",
-                                description="Autograd Function generator for PyTorch-style yaml specs.")
-    sub = p.add_subparsers(dest="command", required=True)
+def add_commands(sub) -> None:
+    """The generator's subcommands, on `sub` (an argparse subparsers action)."""
     infos = sub.add_parser("infos", help="print the differentiability infos as JSON")
     _spec_args(infos)
     infos.set_defaults(run=_cmd_infos)
@@ -98,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="parallel compiles the layout is for (default: the CPU count)")
     gen.add_argument("--override", action="store_true",
                      help="you link, while the summary says units override their old text, each "
-                          "bucket object holding it as a weakened copy (python -m codegen weaken): an "
+                          "bucket object holding it as a weakened copy (python -m autograd_scons weaken): an "
                           "edited unit then leaves its bucket unrecompiled")
     gen.add_argument("--no-kernels", action="store_true",
                      help="no registration or Autograd kernels for the ops outside aten")
@@ -119,7 +118,6 @@ def build_parser() -> argparse.ArgumentParser:
     weak.add_argument("--nm", default="nm")
     weak.add_argument("--objcopy", default="objcopy")
     weak.set_defaults(run=_cmd_weaken)
-    return p
 
 
 def _cmd_weaken(args: argparse.Namespace) -> int:
@@ -133,8 +131,8 @@ def _cmd_weaken(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command; its errors as one line and an exit code."""
     try:
         return args.run(args)
     except SpecError as e:

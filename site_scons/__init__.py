@@ -1,21 +1,24 @@
-"""The SCons side of autograd-functions-scons, installed as `autograd_scons`.
+"""autograd-functions-scons, the one package `autograd_scons`: PyTorch's
+autograd code generator as an incremental SCons builder, for torch
+extensions.
 
-In a checkout this folder is `site_scons/`, which SCons puts on `sys.path`
-(its helpers import by their own names, `import torch_flags`) and whose
-`site_tools/` it searches for tools.  Installed (`pip install`), the same
-files are the package `autograd_scons`, for builds outside any checkout:
+In a checkout this package is the folder `site_scons/` (SCons's site
+folder: its site_init.py registers it under this name for a build), and the
+generator is `codegen/` beside it (`site_scons/codegen` links to it).
+
+    autograd_scons.codegen    the generator: yaml -> model -> C++ (no SCons, no torch)
+    autograd_scons.tool       the SCons tool (site_tools/ names it for SCons)
+    autograd_scons.buildenv   the build environment and the machinery of builds started from Python
+    autograd_scons.jit        load() and load_inline()
+    autograd_scons.ship       new projects, wheels, the editable install
+    autograd_scons.build_meta the PEP 517 backend;  autograd_scons.extension: a project's SConstruct API
+
+From an SConstruct outside any checkout:
 
     import autograd_scons
-    from autograd_scons import torch_flags, verified_cache
     env.Tool("autograd_functions", toolpath=[autograd_scons.TOOLPATH])
 
-From Python, `load()` and `load_inline()` (jit_load.py) build an
-extension through the same SCons build and load it:
-
-    from autograd_scons import load, load_inline
-
-Every module in this folder and in site_tools/ is installed (setup.py
-packages the folders, not a list of modules).
+From Python: `from autograd_scons import load, load_inline`.
 """
 
 import os
@@ -28,6 +31,6 @@ def __getattr__(name):
     # load/load_inline imported on first use: `import autograd_scons` (an
     # SConstruct's) stays free of torch
     if name in ("load", "load_inline", "LoadError"):
-        from . import jit_load
-        return getattr(jit_load, name)
+        from autograd_scons.jit import loader
+        return getattr(loader, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

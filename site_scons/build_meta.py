@@ -19,19 +19,14 @@ neither, so the tag is `py3-none-<platform>`.
 
 import os
 import re
-import subprocess
 import sys
 import sysconfig
 
-from . import wheel_files
-from .editable import BUILDING_ENV, STAMP as EDITABLE_STAMP
+from autograd_scons.buildenv.runner import BuildError  # one line (`str()`): the hooks print no traceback
+from autograd_scons.ship import wheel_files
+from autograd_scons.ship.project import build_project
 
 BUILD_ROOT = "build"
-SCONS_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scons_main.py")
-
-
-class BuildError(Exception):
-    """A build that cannot go on: one line (`str()`), no traceback."""
 
 
 def _load_toml(path):
@@ -71,7 +66,7 @@ def check_torch(data, cache_dir):
     """The build environment's torch version, refused in one line when
     absent or not the minor build-system.requires pins."""
     import importlib.util
-    from . import torch_flags
+    from autograd_scons.buildenv import torch_flags
     wanted = _build_pin(data)
     if importlib.util.find_spec("torch") is None:
         how = (f"`pip install 'torch{wanted}'` and build with --no-build-isolation"
@@ -129,46 +124,17 @@ def scons_args(config_settings):
     return args
 
 
-def run_scons(project, build, args, log_path, quiet=False, label="autograd_scons"):
-    """Run the project's SConstruct; its output goes to `log_path` (and,
-    unless `quiet`, stdout).  Raises BuildError with the first compiler
-    error on failure.  Called holding the build folder's
-    folder_lock.BuildLock.  Any build makes the editable stamp stale.
-    (Not scons_run.run_scons: that one runs SCons in the folder it locks,
-    and keeps its log there; here SCons runs in the project, and the log is
-    the build folder's.)"""
-    from . import scons_run
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    try:
-        os.unlink(os.path.join(project, build, EDITABLE_STAMP))
-    except FileNotFoundError:
-        pass
-    env = dict(os.environ, **{BUILDING_ENV: "1"})
-    cmd = [sys.executable, SCONS_DRIVER, "-Q", f"BUILD={build}", *args]
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", env=env)
-        for line in proc.stdout:
-            log.write(line)
-            if not quiet:
-                sys.stdout.write(line)
-        proc.wait()
-    if proc.returncode != 0:
-        with open(log_path, errors="replace") as f:  # load()'s report: first compiler error, log path
-            raise BuildError(str(scons_run.BuildError(label, scons_run.first_error(f.read()), log_path)))
-
-
 def build_library(project=".", config_settings=None):
     """Check torch, build, and return (pyproject data, wheel.json info, build folder)."""
     import json
-    from .extension import WHEEL_JSON
+    from autograd_scons.extension import WHEEL_JSON
     data = project_config(project)
     build = build_dir(config_settings)
     version = check_torch(data, os.path.join(project, build))
-    from .folder_lock import BuildLock
+    from autograd_scons.buildenv.folder_lock import BuildLock
     folder = os.path.join(os.path.abspath(project), build)  # named in a failure: absolute
     with BuildLock(folder, label="autograd_scons"):  # the lock an editable import's rebuild takes
-        run_scons(project, build, scons_args(config_settings), os.path.join(folder, "build.log"))
+        build_project(project, build, scons_args(config_settings), os.path.join(folder, "build.log"))
     with open(os.path.join(project, build, WHEEL_JSON)) as f:
         info = json.load(f)
     if torch_minor(info["torch"]) != torch_minor(version):  # never a silently mismatched wheel
@@ -235,7 +201,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 @_main_hook
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    from . import editable
+    from autograd_scons.ship import editable
     data, info, build = build_library(".", config_settings)
     return _wheel(wheel_directory, data, info,
                   editable.wheel_files(os.path.abspath("."), info["package"], build, scons_args(config_settings)))

@@ -18,11 +18,10 @@ same project built in two folders gives the same library bytes.
 
 import json
 import os
-import sys
 
 import SCons.Script as S
 
-from . import TOOLPATH
+from autograd_scons import TOOLPATH
 
 # What the backend reads after the build (build_meta.py).
 WHEEL_JSON = "wheel.json"
@@ -34,26 +33,22 @@ TORCH_RPATH = "-Wl,-rpath=\\$$ORIGIN/../torch/lib"  # a link flag: $RPATH is sub
 
 
 def _use_this_package():
-    """What `scons --site-dir=<this package>` does: its helpers importable
-    by their own names (as in a checkout's site_scons/) and its tools found
-    without a toolpath, so that extension_env builds as the checkout does."""
-    helpers = os.path.dirname(TOOLPATH)
-    if helpers not in sys.path:
-        sys.path.insert(0, helpers)
+    """Its tools found without a toolpath, as `scons --site-dir=<this
+    package>` finds them (the helpers are imported by their package names)."""
     import SCons.Tool
     if TOOLPATH not in SCons.Tool.DefaultToolpath:
         SCons.Tool.DefaultToolpath.insert(0, TOOLPATH)
 
 
 def Environment(arguments):
-    """The environment of an extension build (extension_env: the checkout's
+    """The environment of an extension build (buildenv.environment: the checkout's
     own, also load()'s) from the command line's variables (`ARGUMENTS`)."""
     _use_this_package()
-    import extension_env
+    from autograd_scons.buildenv import environment
     S.DefaultEnvironment(tools=[])
     variables = S.Variables(None, arguments)
-    extension_env.add_variables(variables)
-    env, facts = extension_env.environment(variables, cuda=lambda env: True)
+    environment.add_variables(variables)
+    env, facts = environment.environment(variables, cuda=lambda env: True)
     env["RPATH"] = []
     env.Append(LINKFLAGS=[TORCH_RPATH])
     # __FILE__ of torch's and Python's headers (asserts) without the folders
@@ -107,13 +102,12 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
 
 def _record_inputs(env, library, files):
     """What the editable install's up-to-date check stats (load()'s
-    scons_run): the library's inputs, `files` and the SConstruct, and the
+    runner): the library's inputs, `files` and the SConstruct, and the
     generator's and this package's modules."""
-    from . import scons_run
-    helpers = os.path.dirname(TOOLPATH)
+    from autograd_scons.buildenv import runner
+    package = os.path.dirname(TOOLPATH)   # this package, the generator inside it
     extra = [env.File(p).srcnode().abspath for p in files] + [env.File("#SConstruct").abspath]
-    scons_run.record_inputs(library, os.path.join(env["BUILD"], scons_run.INPUTS), extra=extra,
-                            code_roots=[helpers, os.path.join(os.path.dirname(helpers), "codegen")])
+    runner.record_inputs(library, os.path.join(env["BUILD"], runner.INPUTS), extra=extra, code_roots=[package])
 
 
 def _write_if_changed(path, data):

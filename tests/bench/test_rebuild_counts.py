@@ -26,7 +26,7 @@ SALTED = "MulBackward0"
 BREAK_KEY = f"""
 import dataclasses, os, sys
 sys.path.insert(0, os.getcwd())
-from codegen import incremental
+from autograd_scons.codegen import incremental
 _unit_key = incremental.unit_key
 def unit_key(unit, options, generator):
     k = _unit_key(unit, options, generator)

@@ -144,7 +144,7 @@ def write_quickstart(root):
 def test_the_quickstart_extension_generates_its_function_and_kernel(tmp_path):
     ext = write_quickstart(tmp_path)
     out = tmp_path / "gen"
-    subprocess.run([sys.executable, "-m", "codegen", "generate", "--native-functions",
+    subprocess.run([sys.executable, "-m", "autograd_scons", "generate", "--native-functions",
                     os.path.join(ext, "native_functions.yaml"), "--derivatives",
                     os.path.join(ext, "derivatives.yaml"), "--out", str(out)],
                    cwd=REPO, check=True, capture_output=True, text=True)

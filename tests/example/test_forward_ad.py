@@ -9,9 +9,9 @@ forward formula naming what does not exist (no compiler needed)."""
 
 import pytest
 
-from codegen.errors import SpecError
-from codegen.units import load_units
-from codegen.emit.options import EmitOptions
+from autograd_scons.codegen.errors import SpecError
+from autograd_scons.codegen.units import load_units
+from autograd_scons.codegen.emit.options import EmitOptions
 
 from support import example_build
 from support import extension_checks as checks

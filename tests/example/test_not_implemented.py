@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from codegen.emit.options import EmitOptions
-from codegen.emit.prelude import render_preludes
+from autograd_scons.codegen.emit.options import EmitOptions
+from autograd_scons.codegen.emit.prelude import render_preludes
 
 from support import example_build
 

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from codegen.cli import main
+from autograd_scons.__main__ import main
 
 NATIVE = """\
 - func: mul.Tensor(Tensor self, Tensor other) -> Tensor
@@ -109,7 +109,7 @@ def test_bad_native_schema(tmp_path, capsys):
 def test_cli_error_has_no_traceback(tmp_path):
     (tmp_path / "nf.yaml").write_text(NATIVE)
     (tmp_path / "d.yaml").write_text("- name: [unclosed\n")
-    p = subprocess.run([sys.executable, "-m", "codegen", "infos", "--native-functions", str(tmp_path / "nf.yaml"),
+    p = subprocess.run([sys.executable, "-m", "autograd_scons", "infos", "--native-functions", str(tmp_path / "nf.yaml"),
                         "--derivatives", str(tmp_path / "d.yaml")], capture_output=True, text=True)
     assert p.returncode == 1 and p.stdout == ""
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1

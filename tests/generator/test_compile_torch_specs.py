@@ -11,8 +11,8 @@ import pytest
 from support import cxx
 from support.torchgen_reference import real_spec_paths
 
-from codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
-from codegen.incremental import Request, update
+from autograd_scons.codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
+from autograd_scons.codegen.incremental import Request, update
 
 
 BUCKETS = 4

@@ -6,11 +6,11 @@ by the type, whatever its constness or reference."""
 import pytest
 import yaml
 
-from codegen.api.cpp import (OPTIONAL_TENSOR, OPTIONAL_TENSOR_LIST, ArrayCType, ArrayRefCType, ConstRefCType,
+from autograd_scons.codegen.api.cpp import (OPTIONAL_TENSOR, OPTIONAL_TENSOR_LIST, ArrayCType, ArrayRefCType, ConstRefCType,
                              ListCType, MutRefCType, OptionalCType, VectorCType, argument_type, boolT, doubleT,
                              intArrayRefT, iTensorListRefT, longT, return_type, scalarT, stringViewT, symIntT,
                              tensorListT, tensorT, _BY_VALUE)
-from codegen.model import BASE_TYPES, FunctionSchema
+from autograd_scons.codegen.model import BASE_TYPES, FunctionSchema
 
 from support.spec_facts import torch_specs
 
@@ -91,8 +91,8 @@ def test_views_are_types_that_may_dangle():
 
 
 def test_a_saved_view_is_stored_as_its_owning_type_or_refused():
-    from codegen.api.autograd import SavedAttribute
-    from codegen.emit.saved import PLAIN, saved_slot
+    from autograd_scons.codegen.api.autograd import SavedAttribute
+    from autograd_scons.codegen.emit.saved import PLAIN, saved_slot
     slot = saved_slot(SavedAttribute("dim", intArrayRefT, "dim"), False)
     assert (slot.kind, slot.member_type) == (PLAIN, "std::vector<int64_t>")
     with pytest.raises(ValueError, match="non-owning"):

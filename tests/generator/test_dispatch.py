@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from codegen.emit.options import EmitOptions
-from codegen.errors import SpecError
-from codegen.units import load_units
+from autograd_scons.codegen.emit.options import EmitOptions
+from autograd_scons.codegen.errors import SpecError
+from autograd_scons.codegen.units import load_units
 from support.spec_facts import REPO
 
 OPTS = EmitOptions(namespace="ext::autograd")
@@ -139,7 +139,7 @@ def test_every_generated_op_file_of_the_example_compiles_together_in_one_tu(tmp_
     if not cxx.have_compiler():
         pytest.skip("no C++ compiler")
     out = tmp_path / "gen"
-    subprocess.run([sys.executable, "-m", "codegen", "generate", "-q", "--native-functions",
+    subprocess.run([sys.executable, "-m", "autograd_scons", "generate", "-q", "--native-functions",
                     os.path.join(REPO, "specs", "native_functions.yaml"), "--derivatives",
                     os.path.join(REPO, "specs", "derivatives.yaml"), "--out", str(out), "--namespace",
                     "myops::autograd", "--include", "myops/backward_helpers.h"], check=True, cwd=REPO)

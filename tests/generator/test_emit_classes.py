@@ -9,7 +9,7 @@ import pytest
 from support.functions_reference import (installed_functions_h, our_files, our_op_infos, read_definitions,
                                  read_structs, torchgen_functions)
 
-from codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
+from autograd_scons.codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
 
 OPTS = EmitOptions(includes=TORCH_MANUAL_INCLUDES)
 

@@ -12,11 +12,10 @@ import SCons.Environment
 import SCons.Subst
 from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, scons, tree
 
-from codegen.cli import main
+from autograd_scons.__main__ import main
 
-sys.path.insert(0, os.path.join(REPO, "site_scons"))
-import cuda_flags  # noqa: E402
-import torch_flags  # noqa: E402
+from autograd_scons.buildenv import cuda_flags
+from autograd_scons.buildenv import torch_flags
 
 # ------------------------------------------------ compile signature facts
 
@@ -29,10 +28,11 @@ TORCH = {"root": "/opt/a/site-packages/torch", "abi": 1, "version": "2.13.0+cpu"
 def _pch_command():
     """The autograd_functions tool's command for its precompiled header
     (pch=True): a string the tool keeps to itself, read off its PCH module
-    (site_scons/autograd_pch.py) once the tool is loaded."""
+    (autograd_scons.tool.pch) once the tool is loaded."""
     env = SCons.Environment.Environment(tools=[], ENV={}, toolpath=[os.path.join(REPO, "site_scons", "site_tools")])
     env.Tool("autograd_functions")
-    return sys.modules["autograd_pch"].PCHCOM
+    from autograd_scons.tool.pch import PCHCOM
+    return PCHCOM
 
 
 # Every command whose output depends on torch's and Python's headers: C++
@@ -152,7 +152,7 @@ def alias_bomb():
 LIMITED = """\
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-from codegen.cli import main
+from autograd_scons.__main__ import main
 sys.exit(main(sys.argv[1:]))
 """
 

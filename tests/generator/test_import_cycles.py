@@ -1,40 +1,43 @@
-"""No import cycle among the generator's modules (codegen/) and the SCons
-side's (site_scons/, site_scons/site_tools/).
+"""No import cycle among the modules of the package `autograd_scons`: the
+SCons side (site_scons/, its sub-packages and site_tools/) and the generator
+(codegen/, installed as autograd_scons.codegen).
 
 Read statically, from each module's syntax tree, so nothing is imported.
 Every `import` and `from ... import` counts wherever it stands: at the top,
 inside a function, or under `try`, because a lazy import only hides a
 circle (the first call closes it); only imports under `if TYPE_CHECKING:`
 are left out, as they never run.  `from pkg import name` counts as an
-import of `pkg.name` when that is a module, else of `pkg`.  site_scons/
-modules are named as they import each other there (`autograd_override`,
-not `site_scons.autograd_override`), since SCons puts site_scons/ on the
-path; its site_tools/ are tools, named `site_tools.<tool>`.
+import of `pkg.name` when that is a module, else of `pkg`.  Relative imports
+are resolved against the module's package, as Python resolves them.  Each
+module is named as it is installed (`autograd_scons.ship.editable`,
+`autograd_scons.codegen.incremental`): every import in the project uses
+those names.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 import os
 
 from support.spec_facts import REPO
 
 
 def _modules() -> dict[str, str]:
-    """{module name: path} for codegen/ and site_scons/."""
+    """{installed module name: path} for site_scons/ and codegen/."""
     found = {}
-    for top, base in (("codegen", REPO), ("site_scons", os.path.join(REPO, "site_scons"))):
-        for folder, _, names in os.walk(os.path.join(REPO, top)):
+    for folder_name, package in (("site_scons", "autograd_scons"), ("codegen", "autograd_scons.codegen")):
+        top = os.path.join(REPO, folder_name)
+        for folder, subdirs, names in os.walk(top):   # (site_scons/codegen, a link, is not followed)
+            rel_folder = os.path.relpath(folder, top)
+            # ship/templates/ holds a new project's files, not modules of the package
+            subdirs[:] = [d for d in subdirs if d != "__pycache__"
+                          and os.path.join(rel_folder, d) != os.path.join("ship", "templates")]
             for n in names:
-                if not n.endswith(".py"):
-                    continue
-                path = os.path.join(folder, n)
-                name = os.path.relpath(path, base)[:-3].replace(os.sep, ".")
-                if name == "__init__":
-                    name = "autograd_scons"   # site_scons/__init__.py: the installed package
-                elif name.endswith(".__init__"):
-                    name = name[:-len(".__init__")]
-                found[name] = path
+                if n.endswith(".py"):
+                    rel = os.path.relpath(os.path.join(folder, n), top)[:-3].replace(os.sep, ".")
+                    name = package if rel == "__init__" else f"{package}.{rel.removesuffix('.__init__')}"
+                    found[name] = os.path.join(folder, n)
     return found
 
 
@@ -113,8 +116,11 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycle():
     modules = _modules()
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
-    # The graph is the real one: the tool imports the generator and its helpers.
-    assert {"codegen.incremental", "autograd_report"} <= graph["site_tools.autograd_functions"]
+    # The graph is the real one: the tool imports the generator and its own
+    # modules, relative imports inside the generator are seen.
+    assert {"autograd_scons.codegen.incremental", "autograd_scons.tool.report"} <= \
+        graph["autograd_scons.tool.functions"]
+    assert "autograd_scons.codegen.tree" in graph["autograd_scons.codegen.writer"]   # `from .tree import`
     assert cycles(graph) == []
 
 
@@ -129,3 +135,20 @@ def test_a_cycle_is_found(tmp_path):
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
     assert graph["c"] == set()
     assert cycles(graph) == [["a", "b"]]
+
+
+def test_a_cycle_through_relative_imports_is_found(tmp_path, monkeypatch):
+    """The shape of the cycle the test once missed (build_meta <-> editable):
+    `from .editable import X` at the top of one module of the package, and
+    `from .build_meta import run` inside a function of the other."""
+    for folder in ("site_scons/ship", "codegen"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "site_scons" / "__init__.py").write_text("")
+    (tmp_path / "site_scons" / "build_meta.py").write_text("from .ship.editable import BUILDING\n")
+    (tmp_path / "site_scons" / "ship" / "editable.py").write_text(
+        "BUILDING = 1\ndef rebuild():\n    from ..build_meta import run\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
+    modules = _modules()
+    assert set(modules) == {"autograd_scons", "autograd_scons.build_meta", "autograd_scons.ship.editable"}
+    graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
+    assert cycles(graph) == [["autograd_scons.build_meta", "autograd_scons.ship.editable"]]

@@ -10,7 +10,7 @@ from support.torchgen_reference import compare_infos, real_torchgen, to_json
 
 def run_our_infos(native_functions, tags, derivatives):
     proc = subprocess.run(
-        [sys.executable, "-m", "codegen", "infos",
+        [sys.executable, "-m", "autograd_scons", "infos",
          "--native-functions", native_functions,
          "--tags", tags,
          "--derivatives", derivatives],

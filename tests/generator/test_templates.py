@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from codegen.templates import Template, load, template_files
+from autograd_scons.codegen.templates import Template, load, template_files
 from support.spec_facts import REPO
 
 

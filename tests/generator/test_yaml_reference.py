@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from codegen.emit.options import EmitOptions
-from codegen.errors import SpecError
-from codegen.units import load_units
+from autograd_scons.codegen.emit.options import EmitOptions
+from autograd_scons.codegen.errors import SpecError
+from autograd_scons.codegen.units import load_units
 from support.spec_facts import REPO, example_ops
 
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "yaml_ref")
@@ -41,7 +41,7 @@ def test_everything_generated_compiles_in_one_tu(tmp_path):
     from support import cxx
     if not cxx.have_compiler():
         pytest.skip("no C++ compiler")
-    subprocess.run([sys.executable, "-m", "codegen", "generate", "-q", "--native-functions",
+    subprocess.run([sys.executable, "-m", "autograd_scons", "generate", "-q", "--native-functions",
                     os.path.join(FIXTURE, "native_functions.yaml"), "--derivatives",
                     os.path.join(FIXTURE, "derivatives.yaml"), "--out", str(tmp_path), "--namespace",
                     "ref::autograd", "--include", "helpers.h"], check=True, cwd=REPO)

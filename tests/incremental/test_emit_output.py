@@ -9,21 +9,21 @@ import sys
 
 import pytest
 
-from codegen.emit import python_bindings
+from autograd_scons.codegen.emit import python_bindings
 
-from codegen.emit.options import EmitOptions
-from codegen.layout import Layout, bucket_of, slot_of
-from codegen.manifest import MANIFEST, read_manifest
-from codegen.unity_files import render_buckets
-from codegen.units import Kind, Unit
-from codegen.writer import prune, write_files
+from autograd_scons.codegen.emit.options import EmitOptions
+from autograd_scons.codegen.layout import Layout, bucket_of, slot_of
+from autograd_scons.codegen.manifest import MANIFEST, read_manifest
+from autograd_scons.codegen.unity_files import render_buckets
+from autograd_scons.codegen.units import Kind, Unit
+from autograd_scons.codegen.writer import prune, write_files
 
 from support.spec_facts import REPO
 
 
 def run_generate(*args, cwd=None):
     env = dict(os.environ, PYTHONPATH=REPO)  # `-m codegen` from this checkout, from any cwd
-    return subprocess.run([sys.executable, "-m", "codegen", "generate", *args],
+    return subprocess.run([sys.executable, "-m", "autograd_scons", "generate", *args],
                           cwd=cwd or REPO, env=env, capture_output=True, text=True)
 
 

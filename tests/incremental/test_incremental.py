@@ -15,17 +15,17 @@ import sys
 import pytest
 
 from support import scenarios
-from codegen import incremental
-from codegen.emit.options import EmitOptions
-from codegen.errors import SpecError
-from codegen.incremental import Request
-from codegen.keys import canonical, unit_key
-from codegen.layout import slot_of
-from codegen.manifest import FORMAT, MANIFEST
-from codegen.native_cache import NATIVE_CACHE
-from codegen.reasons import Reason, Why
-from codegen.report import explain, layout_line, report
-from codegen.units import Kind
+from autograd_scons.codegen import incremental
+from autograd_scons.codegen.emit.options import EmitOptions
+from autograd_scons.codegen.errors import SpecError
+from autograd_scons.codegen.incremental import Request
+from autograd_scons.codegen.keys import canonical, unit_key
+from autograd_scons.codegen.layout import slot_of
+from autograd_scons.codegen.manifest import FORMAT, MANIFEST
+from autograd_scons.codegen.native_cache import NATIVE_CACHE
+from autograd_scons.codegen.reasons import Reason, Why
+from autograd_scons.codegen.report import explain, layout_line, report
+from autograd_scons.codegen.units import Kind
 from support.scons_helpers import tree
 from support.spec_facts import REPO
 
@@ -305,7 +305,7 @@ def test_shadowed_text_stays_until_the_bucket_is_damaged(specs):
 KILLER = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
-from codegen import incremental
+from autograd_scons.codegen import incremental
 real, n = os.replace, [0]
 def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
     real(a, b)
@@ -313,7 +313,7 @@ def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
     if n[0] == {after}:
         os.kill(os.getpid(), signal.SIGKILL)
 os.replace = replace
-from codegen.emit.options import EmitOptions
+from autograd_scons.codegen.emit.options import EmitOptions
 incremental.update({out!r}, {nf!r}, {d!r},
                    request=incremental.Request(EmitOptions(kernels=False), jobs={jobs}, override=True))
 """

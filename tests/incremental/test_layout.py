@@ -3,11 +3,11 @@ codegen/unity_files.py)."""
 
 import pytest
 
-from codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, Layout, bucket_count, bucket_of, cold,
+from autograd_scons.codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, Layout, bucket_count, bucket_of, cold,
                             parse_unity, plan, prelude_pays, slot_of)
-from codegen.report import where
-from codegen.units import Kind, Unit
-from codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, sources
+from autograd_scons.codegen.report import where
+from autograd_scons.codegen.units import Kind, Unit
+from autograd_scons.codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, sources
 
 NAMES = [f"Op{i}Backward0" for i in range(40)]
 

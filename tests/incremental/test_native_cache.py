@@ -11,10 +11,10 @@ import subprocess
 import pytest
 
 from support import scenarios
-from codegen import incremental, native_cache, native_records
-from codegen.emit.options import EmitOptions
-from codegen.incremental import Request
-from codegen.native_cache import NATIVE_CACHE
+from autograd_scons.codegen import incremental, native_cache, native_records
+from autograd_scons.codegen.emit.options import EmitOptions
+from autograd_scons.codegen.incremental import Request
+from autograd_scons.codegen.native_cache import NATIVE_CACHE
 from support.scons_helpers import tree
 from support.spec_facts import REPO
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from codegen.weaken import WeakenError, strong_symbols, weaken
+from autograd_scons.codegen.weaken import WeakenError, strong_symbols, weaken
 from support.spec_facts import REPO
 
 
@@ -63,7 +63,7 @@ def test_a_non_elf_object_is_refused_and_nothing_is_written(tmp_path, objects):
 
 def test_the_command_line(tmp_path, objects):
     bucket, edit = objects
-    proc = subprocess.run([sys.executable, "-m", "codegen", "weaken", bucket, edit, "-o", str(tmp_path / "w.o")],
+    proc = subprocess.run([sys.executable, "-m", "autograd_scons", "weaken", bucket, edit, "-o", str(tmp_path / "w.o")],
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"{tmp_path / 'w.o'}: 2 symbols of {bucket} made weak\n"

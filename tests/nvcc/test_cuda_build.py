@@ -16,8 +16,7 @@ from support.cuda_helpers import fake_cuda_facts, install_fake_nvcc
 from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, linked, scons
 from support.spec_facts import example_ops
 
-sys.path.insert(0, os.path.join(REPO, "site_scons"))
-import cuda_flags  # noqa: E402
+from autograd_scons.buildenv import cuda_flags
 
 ARGS = ("-j2", f"CXX={FAKE_CXX}")
 CU_OBJECT = "kernels_cuda.os"
@@ -46,7 +45,7 @@ def test_without_a_list_the_visible_gpus_or_torchs_oldest_arch_with_ptx():
 
 
 def test_the_define_that_leaves_cuda_registrations_out_is_the_generators():
-    from codegen.emit.registration import WITHOUT_CUDA
+    from autograd_scons.codegen.emit.registration import WITHOUT_CUDA
     assert cuda_flags.WITHOUT_CUDA_DEFINE == WITHOUT_CUDA
 
 

@@ -23,8 +23,7 @@ import pytest
 from support.cuda_helpers import cuda_venv
 from support.scons_helpers import REPO, clone, compiled, edit, scons
 
-sys.path.insert(0, os.path.join(REPO, "site_scons"))
-import cuda_flags  # noqa: E402
+from autograd_scons.buildenv import cuda_flags
 
 pytestmark = [pytest.mark.cuda, pytest.mark.compile]
 

@@ -93,7 +93,7 @@ def ext(tmp_path_factory):
     (root / "kernels.cpp").write_text(KERNELS)
     (root / "generated.cpp").write_text(GENERATED)
     gen = subprocess.run(
-        [sys.executable, "-m", "codegen", "generate", "--native-functions", str(root / "nf.yaml"),
+        [sys.executable, "-m", "autograd_scons", "generate", "--native-functions", str(root / "nf.yaml"),
          "--derivatives", str(root / "d.yaml"), "--out", str(root / "gen"), "--namespace",
          "roundtrip::grads", "--include", "roundtrip_helpers.h", "--unity", "1"],
         cwd=REPO, capture_output=True, text=True)

@@ -1,4 +1,4 @@
-"""load() and load_inline() (site_scons/jit_load.py) with the stand-in
+"""load() and load_inline() (site_scons/loader.py) with the stand-in
 compiler (tests/support/fakecxx.sh): what each fresh process compiles, compared
 with what `scons` compiles for the same edit; the lock across processes
 (four at once, one builds; a killed builder never blocks or poisons the
@@ -20,11 +20,9 @@ from support.load_helpers import FAKE_CXX, command, environ, example, run, stall
 from support.scons_helpers import clone, compiled, edit, scons
 from support.spec_facts import REPO
 
-sys.path.insert(0, os.path.join(REPO, "site_scons"))
-import folder_lock  # noqa: E402
-import scons_run  # noqa: E402
+from autograd_scons.buildenv import folder_lock
+from autograd_scons.buildenv import runner
 
-sys.path.pop(0)
 
 FORMULA = ("self: grad * alpha", "self: alpha * grad")  # scale's backward, in derivatives.yaml
 HEADER = ("namespace myops {", "namespace myops {\n// an edit\n")  # include/myops/backward_helpers.h
@@ -303,13 +301,13 @@ def test_bad_yaml_raises_the_line_scons_prints(ext, tmp_path):
 
 def test_jobs_follow_max_jobs_then_affinity_then_the_cgroup_quota(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
-    monkeypatch.setattr(scons_run, "_cgroup_cpus", lambda: None)
+    monkeypatch.setattr(runner, "_cgroup_cpus", lambda: None)
     monkeypatch.setenv("MAX_JOBS", "3")
-    assert scons_run.default_jobs() == 3
+    assert runner.default_jobs() == 3
     monkeypatch.setenv("MAX_JOBS", "lots")   # not all digits: ignored, as cpp_extension does
-    assert scons_run.default_jobs() == 6
-    monkeypatch.setattr(scons_run, "_cgroup_cpus", lambda: 2)
-    assert scons_run.default_jobs() == 2
+    assert runner.default_jobs() == 6
+    monkeypatch.setattr(runner, "_cgroup_cpus", lambda: 2)
+    assert runner.default_jobs() == 2
 
 
 @pytest.mark.parametrize("files, cpus", [({"cpu.max": "150000 100000\n"}, 2), ({"cpu.max": "max 100000\n"}, None),
@@ -319,7 +317,7 @@ def test_the_cgroup_quota_is_read_from_v2_then_v1(tmp_path, files, cpus):
     for rel, text in files.items():
         os.makedirs(os.path.dirname(tmp_path / rel), exist_ok=True)
         (tmp_path / rel).write_text(text)
-    assert scons_run._cgroup_cpus(str(tmp_path)) == cpus
+    assert runner._cgroup_cpus(str(tmp_path)) == cpus
 
 
 def test_autograd_launcher_goes_before_every_compile_not_the_link(ext, tmp_path):

@@ -25,7 +25,7 @@ from support import cxx
 from support import example_build
 from support import extension_checks as checks
 from support import python_reference as ref
-from codegen.units import load_units
+from autograd_scons.codegen.units import load_units
 from support.scons_helpers import clone, scons
 from support.spec_facts import REPO, example_ops
 
@@ -206,7 +206,7 @@ def _library(root, ns, k):
     (d / "nf.yaml").write_text(NF.format(ns=ns))
     (d / "d.yaml").write_text(D.format(k=k))
     (d / "kernels.cpp").write_text(KERNELS.format(ns=ns))
-    r = subprocess.run([sys.executable, "-m", "codegen", "generate", "--native-functions", str(d / "nf.yaml"),
+    r = subprocess.run([sys.executable, "-m", "autograd_scons", "generate", "--native-functions", str(d / "nf.yaml"),
                         "--derivatives", str(d / "d.yaml"), "--out", str(d / "gen"), "--namespace",
                         f"{ns}::autograd", "--unity", "1", "-q"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -17,11 +17,11 @@ import pytest
 
 from support import cxx
 from support import python_reference as ref
-from codegen import incremental
-from codegen.emit import python_bindings
-from codegen.emit.options import EmitOptions, parse_python
-from codegen.incremental import Request
-from codegen.units import Kind, load_units
+from autograd_scons.codegen import incremental
+from autograd_scons.codegen.emit import python_bindings
+from autograd_scons.codegen.emit.options import EmitOptions, parse_python
+from autograd_scons.codegen.incremental import Request
+from autograd_scons.codegen.units import Kind, load_units
 from support.scons_helpers import FAKE_CXX, clone, scons
 from support.spec_facts import REPO
 
@@ -112,7 +112,7 @@ def test_bad_python_variable_is_one_line(tmp_path):
 def test_one_binding_tu_of_torch_specs_compiles(torch_specs, tmp_path):
     nf, tags, d = torch_specs
     out = tmp_path / "gen"
-    r = subprocess.run([sys.executable, "-m", "codegen", "generate", "--native-functions", nf, "--tags", tags,
+    r = subprocess.run([sys.executable, "-m", "autograd_scons", "generate", "--native-functions", nf, "--tags", tags,
                         "--derivatives", d, "--out", str(out), "-q",
                         "--include", "torch/csrc/autograd/FunctionsManual.h"],
                        cwd=REPO, capture_output=True, text=True)

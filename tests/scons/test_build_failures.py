@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from codegen.manifest import MANIFEST, read_manifest
+from autograd_scons.codegen.manifest import MANIFEST, read_manifest
 from support.scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, snapshot, tree
 
 EXAMPLE_ARGS = (f"CXX={FAKE_CXX}",)

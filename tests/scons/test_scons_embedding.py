@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from codegen.layout import slot_of
+from autograd_scons.codegen.layout import slot_of
 
 from support.scons_helpers import REPO, compiled, edit, linked, report, scons
 
@@ -21,7 +21,7 @@ SITE = os.path.join(REPO, "site_scons")
 SCONSTRUCT = f"""
 import sys
 sys.path.insert(0, {SITE!r})  # only for torch's flags; the tool comes by toolpath
-import torch_flags
+from autograd_scons.buildenv import torch_flags
 
 env = Environment(tools=["gcc", "g++", "gnulink", "ar"])
 env.SConsignFile("build/.sconsign")

@@ -25,8 +25,8 @@ from support.scons_helpers import clone, compiled, edit, linked, report, scons
 from support import extension_checks as checks
 from support.spec_facts import REPO, example_ops
 
-from codegen.emit import python_bindings
-from codegen.layout import bucket_of, slot_of
+from autograd_scons.codegen.emit import python_bindings
+from autograd_scons.codegen.layout import bucket_of, slot_of
 
 pytestmark = pytest.mark.compile
 

@@ -30,7 +30,7 @@ NAME = "demo_ops"
 
 def _torch_version():
     sys.path.insert(0, os.path.join(ship.REPO, "site_scons"))
-    import torch_flags
+    from autograd_scons.buildenv import torch_flags
     return torch_flags.read_facts(list(importlib.util.find_spec("torch").submodule_search_locations)[0])["version"]
 
 

@@ -155,7 +155,7 @@ SITE = os.path.join(REPO, "site_scons")
 EMBEDDING = f"""
 import os, sys
 sys.path.insert(0, {SITE!r})
-import verified_cache
+from autograd_scons.buildenv import verified_cache
 DefaultEnvironment(tools=[])
 env = Environment(tools=["gcc", "g++", "gnulink", "ar"], CXX=ARGUMENTS["CXX"],
                   ENV={{"PATH": os.environ.get("PATH", "")}})

@@ -5,8 +5,9 @@ venv (no system site-packages, this checkout nowhere on its sys.path), with
 the oldest SCons the tool supports; a host SConstruct in a temporary folder
 outside the checkout loads the tool and its helpers from the installed
 `autograd_scons` package, generates a tiny extension's Functions and
-compiles and links them with the stand-in compiler; `python -m codegen`
-works from the wheel; no module is ever imported from the checkout; and an
+compiles and links them with the stand-in compiler; the wheel installs one
+top-level package, `autograd_scons`; `python -m autograd_scons generate`
+and `new` work from it; no module is ever imported from the checkout; and an
 editable install of the same source generates the same files.
 An SCons older than the tool supports is refused in one line.
 
@@ -36,7 +37,7 @@ FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.sh")  # copied into t
 SCONSTRUCT = """
 import json, os, sys
 import autograd_scons
-from autograd_scons import torch_flags, verified_cache  # the helpers load (torch_flags needs torch to run)
+from autograd_scons.buildenv import torch_flags, verified_cache
 
 cxx = "sh " + os.path.abspath("fakecxx.sh")
 env = Environment(tools=["gcc", "g++", "gnulink", "ar"], CXX=cxx, SHCXX=cxx, LINK=cxx, SHLINK=cxx,
@@ -72,7 +73,8 @@ def _checkout_files():
     """The working tree as a fresh clone has it (tracked, and untracked not ignored)."""
     out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
                          capture_output=True, text=True, check=True).stdout
-    return [p for p in out.split("\0") if p and os.path.isfile(os.path.join(REPO, p))]
+    return [p for p in out.split("\0") if p and (os.path.isfile(os.path.join(REPO, p))
+                                                  or os.path.islink(os.path.join(REPO, p)))]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,10 @@ def venv(tmp_path_factory):
     src = tmp / "src"  # a copy: building in the checkout would leave build/ and egg-info behind
     for rel in _checkout_files():
         os.makedirs(src / os.path.dirname(rel), exist_ok=True)
-        shutil.copy2(os.path.join(REPO, rel), src / rel)
+        if os.path.islink(os.path.join(REPO, rel)):   # site_scons/codegen: the generator inside the package
+            os.symlink(os.readlink(os.path.join(REPO, rel)), src / rel)
+        else:
+            shutil.copy2(os.path.join(REPO, rel), src / rel)
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
           "-w", str(tmp / "dist"), str(src)], cwd=tmp)
     wheels = os.listdir(tmp / "dist")
@@ -139,11 +144,11 @@ def test_installed_tool_builds_an_embedding_sconstruct(venv):
     seen = json.loads((host / "modules.json").read_text())
     files = seen["files"]
     site = os.path.realpath(site) + os.sep
-    for mod in ("codegen", "codegen.incremental", "autograd_scons", "autograd_scons.verified_cache",
-                "autograd_stamp", "SCons"):
+    for mod in ("autograd_scons.codegen", "autograd_scons.codegen.incremental", "autograd_scons",
+                "autograd_scons.buildenv.verified_cache", "autograd_scons.tool.stamp", "SCons"):
         assert files.get(mod) and os.path.realpath(files[mod]).startswith(site), (mod, files.get(mod))
-    assert os.path.realpath(seen["tool"]) == os.path.join(site, "autograd_scons", "site_tools",
-                                                          "autograd_functions.py")
+    assert os.path.realpath(seen["tool"]) == os.path.join(site, "autograd_scons", "tool", "functions.py")
+    assert not [n for n in files if n.split(".")[0] in ("codegen", "torch_flags", "autograd_stamp")]
     assert _from_checkout(files) == []
     # an editable install of the same source generates the same files
     ed = _fresh_venv(tmp, "venv-editable")
@@ -152,7 +157,8 @@ def test_installed_tool_builds_an_embedding_sconstruct(venv):
     _run([ed, "-m", "SCons", "-Q", "-j2"], cwd=ed_host)
     assert tree(ed_host / "build" / "gen") == tree(host / "build" / "gen")
     ed_files = json.loads((ed_host / "modules.json").read_text())["files"]
-    assert os.path.realpath(ed_files["codegen"]) == os.path.join(os.path.realpath(src), "codegen", "__init__.py")
+    assert os.path.realpath(ed_files["autograd_scons.codegen"]) == os.path.join(os.path.realpath(src), "codegen",
+                                                                                "__init__.py")
     assert os.path.realpath(ed_files["autograd_scons"]) == os.path.join(os.path.realpath(src), "site_scons",
                                                                         "__init__.py")
     # a second run: up to date, nothing compiled
@@ -161,14 +167,27 @@ def test_installed_tool_builds_an_embedding_sconstruct(venv):
     assert "library up to date since its last build" in again.stdout
 
 
-def test_python_m_codegen_runs_from_the_wheel(venv):
+def test_the_wheel_installs_one_top_level_package(venv):
+    py, site, _, _ = venv
+    info = [d for d in os.listdir(site) if d.startswith("autograd_functions_scons-") and d.endswith(".dist-info")]
+    assert len(info) == 1
+    with open(os.path.join(site, info[0], "top_level.txt")) as f:
+        assert f.read().split() == ["autograd_scons"]
+    with open(os.path.join(site, info[0], "RECORD")) as f:
+        tops = {line.split("/")[0] for line in f.read().splitlines() if line}
+    assert tops == {"autograd_scons", info[0]}, tops
+
+
+def test_python_m_autograd_scons_runs_from_the_wheel(venv):
     py, site, tmp, _ = venv
     host = _host(tmp, "cli")
     code = textwrap.dedent("""
         import runpy, sys
-        sys.argv = ["codegen"] + sys.argv[1:]
+        sys.argv = ["autograd_scons"] + sys.argv[1:]
         try:
-            runpy.run_module("codegen", run_name="__main__")
+            runpy.run_module("autograd_scons", run_name="__main__")
+        except SystemExit as e:
+            assert not e.code, e.code
         finally:
             import json
             print(json.dumps({n: getattr(m, "__file__", None) for n, m in list(sys.modules.items())}))
@@ -177,10 +196,15 @@ def test_python_m_codegen_runs_from_the_wheel(venv):
               "--derivatives", "spec/derivatives.yaml", "--out", "gen", "--quiet"], cwd=host)
     assert (host / "gen" / "functions" / "ScaleBackward0.cpp").is_file()
     files = json.loads(r.stdout.strip().splitlines()[-1])
-    assert os.path.realpath(files["codegen"]).startswith(os.path.realpath(site) + os.sep)
-    assert _from_checkout(files) == []
-    plain = _run([py, "-m", "codegen", "--help"], cwd=host)
-    assert "generate" in plain.stdout
+    assert os.path.realpath(files["autograd_scons.codegen"]).startswith(os.path.realpath(site) + os.sep)
+    assert _from_checkout(files) == [] and "codegen" not in files
+    for command in ("generate", "infos", "weaken", "new"):
+        assert _run([py, "-m", "autograd_scons", command, "--help"], cwd=host).stdout.startswith("usage: ")
+    # `new` needs torch (it pins the one installed): this interpreter's, with the wheel's package first
+    made = _run([sys.executable, "-m", "autograd_scons", "new", "wheelops"], cwd=host, PYTHONPATH=site)
+    assert "wheelops: written" in made.stdout and (host / "wheelops" / "pyproject.toml").is_file()
+    assert (host / "wheelops" / "native_functions.yaml").is_file()
+    assert _run([py, "-m", "codegen", "--help"], cwd=host, check=False).returncode != 0
 
 
 def test_an_scons_older_than_supported_is_one_line(venv):
@@ -198,36 +222,39 @@ def test_an_scons_older_than_supported_is_one_line(venv):
 def test_a_checkout_uses_its_own_code_not_the_installed_copy(venv, tmp_path):
     """`scons` in a checkout, with another copy installed ahead of it (the
     wheel's site-packages on PYTHONPATH; this interpreter for torch's facts):
-    the checkout's generator and helpers are used, never the installed ones."""
+    the checkout's generator and helpers are used, never the installed ones
+    (site_scons/site_init.py registers the checkout's package)."""
     _, site, _, _ = venv
     from support.scons_helpers import TINY_ARGS, clone
     repo = clone(tmp_path / "repo")
-    dump = ("import atexit, json, sys\n"
-            "atexit.register(lambda: open('modules.json', 'w').write(json.dumps("
-            "{n: getattr(m, '__file__', None) for n, m in list(sys.modules.items())})))\n"
-            "from SCons.Script.Main import main\nmain()")
-    r = _run([sys.executable, "-c", dump, "-Q", *TINY_ARGS], cwd=repo, PYTHONPATH=site)
+    r = _run([sys.executable, "-c", _DUMP, "-Q", *TINY_ARGS], cwd=repo, PYTHONPATH=site)
     assert "3 Functions: 3 regenerated" in r.stdout
     files = json.loads(open(os.path.join(repo, "modules.json")).read())
     mine = os.path.realpath(repo) + os.sep
-    for mod in ("codegen", "codegen.incremental", "torch_flags", "SCons.Tool.autograd_functions"):
-        if mod in files or mod.startswith("codegen"):
-            assert os.path.realpath(files[mod]).startswith(mine), (mod, files[mod])
-    assert not [n for n, f in files.items() if f and os.path.realpath(f).startswith(os.path.realpath(site))
-                and n.split(".")[0] in ("codegen", "autograd_scons")]
+    ours = [n for n in files if n.split(".")[0] == "autograd_scons"]
+    assert "autograd_scons.codegen.incremental" in ours and "autograd_scons.buildenv.torch_flags" in ours
+    assert [n for n in ours if not os.path.realpath(files[n]).startswith(mine)] == []
+    assert not [n for n in files if n.split(".")[0] in ("codegen", "torch_flags")]
 
 
-def test_a_generator_imported_from_elsewhere_is_one_line(venv, tmp_path):
-    """The checkout's tool, in a build that already imported the installed
-    codegen: it stops in one line naming both, never mixes the two."""
+_DUMP = ("import atexit, json, sys\n"
+         "atexit.register(lambda: open('modules.json', 'w').write(json.dumps("
+         "{n: getattr(m, '__file__', None) for n, m in list(sys.modules.items())})))\n"
+         "from SCons.Script.Main import main\nmain()")
+
+
+def test_a_build_that_imported_the_installed_tool_first_never_mixes_the_two(venv, tmp_path):
+    """A checkout's build in a process that already imported the installed
+    `autograd_scons`: every module of the tool then comes from that one copy,
+    none from the checkout (one copy per process, never a mix)."""
     _, site, _, _ = venv
     from support.scons_helpers import TINY_ARGS, clone
     repo = clone(tmp_path / "repo")
-    prelude = (f"import sys\nsys.path.insert(0, {site!r})\nimport codegen\nsys.path.pop(0)\n"
-               "from SCons.Script.Main import main\nmain()")
-    r = _run([sys.executable, "-c", prelude, "-Q", *TINY_ARGS], cwd=repo, check=False)
-    assert r.returncode == 2
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("scons: *** autograd_functions tool ") and \
-        f"already imported codegen from {os.path.join(site, 'codegen')}" in lines[0], r.stderr
-    assert not os.path.exists(os.path.join(repo, "build", "example", "gen"))
+    prelude = f"import sys\nsys.path.insert(0, {site!r})\nimport autograd_scons\nsys.path.pop(0)\n" + _DUMP
+    r = _run([sys.executable, "-c", prelude, "-Q", *TINY_ARGS], cwd=repo)
+    assert "3 Functions: 3 regenerated" in r.stdout
+    files = json.loads(open(os.path.join(repo, "modules.json")).read())
+    ours = [n for n in files if n.split(".")[0] == "autograd_scons" and files[n]]
+    assert "autograd_scons.codegen.incremental" in ours
+    elsewhere = [n for n in ours if not os.path.realpath(files[n]).startswith(os.path.realpath(site) + os.sep)]
+    assert elsewhere == []

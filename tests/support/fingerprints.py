@@ -35,8 +35,8 @@ at::Tensor fp(const at::Tensor& self) {{ return at::full_like(self, {value}); }}
 THEN_REAL = "print('FP', int(ops.fp(torch.zeros(1)).item()), flush=True)"
 THEN_FAKE = """
 import ctypes, re
-from autograd_scons import jit_load
-_lib = ctypes.CDLL(jit_load._loaded[call['name']].library, mode=os.RTLD_NOLOAD)
+from autograd_scons.jit import loader
+_lib = ctypes.CDLL(loader._loaded[call['name']].library, mode=os.RTLD_NOLOAD)
 _start = ctypes.addressof(ctypes.c_char.in_dll(_lib, '_binary_fake_object_start'))
 _end = ctypes.addressof(ctypes.c_char.in_dll(_lib, '_binary_fake_object_end'))
 _found = sorted(set(re.findall(rb'AGF_FINGERPRINT\\(v(\\d+)\\)', ctypes.string_at(_start, _end - _start))))

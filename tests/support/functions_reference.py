@@ -191,7 +191,7 @@ def read_definitions(text: str, op: str) -> Definitions:
 @functools.lru_cache(maxsize=None)
 def our_op_infos():
     """Our op infos for the real specs (loaded once per test session)."""
-    from codegen.units import load_op_infos
+    from autograd_scons.codegen.units import load_op_infos
     from support.torchgen_reference import real_spec_paths
     nf, tags, d = real_spec_paths()
     return tuple(load_op_infos(nf, d, tags))
@@ -199,5 +199,5 @@ def our_op_infos():
 
 @functools.lru_cache(maxsize=None)
 def our_files(opts) -> dict:
-    from codegen.emit.functions import render_all
+    from autograd_scons.codegen.emit.functions import render_all
     return render_all(list(our_op_infos()), opts)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from codegen.layout import slot_of
+from autograd_scons.codegen.layout import slot_of
 from support.spec_facts import REPO
 
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")

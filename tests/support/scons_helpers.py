@@ -14,7 +14,7 @@ from support.spec_facts import REPO
 FAKE_CXX = f"sh {os.path.join(REPO, 'tests', 'support', 'fakecxx.sh')}"
 # `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
 TINY_ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
-_SKIP = shutil.ignore_patterns(".git", "build*", ".pytest_cache", "*.egg-info",
+_SKIP = shutil.ignore_patterns(".git", "build", "build-*", "build_*", ".pytest_cache", "*.egg-info",
                                ".sconsign*", "compile_commands.json", ".benchmarks")
 
 

@@ -2,10 +2,11 @@
 new`, the build backend autograd_scons.build_meta): not a test module.
 
 pip runs the backend in a subprocess with the build environment's Python:
-with --no-build-isolation, this one, where `autograd_scons` is installed
-editable from another checkout.  A folder holding `autograd_scons` and
-`codegen` as links to this checkout, put first on PYTHONPATH, makes pip's
-backend (and SCons under it) this checkout's."""
+with --no-build-isolation, this one, where `autograd_scons` may be installed
+editable from another checkout.  A folder holding `autograd_scons` as a link
+to this checkout's site_scons/ (its codegen/ inside, by site_scons/codegen),
+put first on PYTHONPATH, makes pip's backend (and SCons under it) this
+checkout's."""
 
 import os
 import shutil
@@ -19,13 +20,12 @@ from support.scons_helpers import FAKE_CXX  # noqa: F401 (the one spelling: -I -
 
 
 def this_checkout(tmp):
-    """A PYTHONPATH entry whose `autograd_scons` and `codegen` are this checkout's."""
+    """A PYTHONPATH entry whose `autograd_scons` is this checkout's."""
     path = os.path.join(str(tmp), "pythonpath")
     os.makedirs(path, exist_ok=True)
-    for name, target in (("autograd_scons", "site_scons"), ("codegen", "codegen")):
-        link = os.path.join(path, name)
-        if not os.path.lexists(link):
-            os.symlink(os.path.join(REPO, target), link)
+    link = os.path.join(path, "autograd_scons")
+    if not os.path.lexists(link):
+        os.symlink(os.path.join(REPO, "site_scons"), link)
     return path
 
 

@@ -23,10 +23,8 @@ from dataclasses import dataclass
 import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/support/ -> the checkout
-sys.path.insert(0, os.path.join(REPO, "site_scons"))
-import torch_flags  # noqa: E402  (site_scons/: the one place torch's spec paths are found)
+from autograd_scons.buildenv import torch_flags  # the one place torch's spec paths are found
 
-sys.path.pop(0)
 
 
 def _yaml(path: str) -> list:
@@ -97,7 +95,7 @@ class ExampleOps:
         """The objects a cold build with `buckets` unity buckets compiles (+ the
         hand-written kernels.cpp, + with `python` the Functions' binding TUs);
         0: one per unit."""
-        from codegen.emit.python_bindings import sources
+        from autograd_scons.codegen.emit.python_bindings import sources
         units = [f"bucket_{i}.os" for i in range(buckets)] if buckets else \
             [f + ".os" for f in self.functions + self.kernels] + ["support.os"]   # (emit/support.py)
         bindings = [os.path.basename(s)[:-len(".cpp")] + ".os" for s in sources(len(self.functions))] if python else []
@@ -116,7 +114,7 @@ def _has_forward_formula(entry: dict) -> bool:
 def example_ops(folder: str) -> ExampleOps:
     """Natives from the yaml itself; Function names from our generator (their
     naming is checked against torchgen's on torch's specs elsewhere)."""
-    from codegen.units import load_op_infos
+    from autograd_scons.codegen.units import load_op_infos
     nf, d = os.path.join(folder, "native_functions.yaml"), os.path.join(folder, "derivatives.yaml")
     natives = tuple(sorted(_op(f["func"]) for f in _yaml(nf)))
     infos = load_op_infos(nf, d)

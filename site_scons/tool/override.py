@@ -14,8 +14,8 @@ import sys
 import SCons.Action
 import SCons.Util
 
-from codegen.tree import bucket_file, edit_file
-from codegen.weaken import WeakenError, weaken
+from autograd_scons.codegen.tree import bucket_file, edit_file
+from autograd_scons.codegen.weaken import WeakenError, weaken
 
 # The weakened copies: derived objects, not compiled (the report counts compiles).
 WEAK_OBJECTS = set()

@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 
-import torch_flags
+from autograd_scons.buildenv import torch_flags
 
 WITHOUT_CUDA_DEFINE = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"
 

@@ -18,9 +18,9 @@ import SCons.Node
 import SCons.Node.FS
 import SCons.Script
 
-from autograd_override import WEAK_OBJECTS
-from codegen.report import explain, foreign_line, layout_line, report
-from codegen.tree import bucket_index
+from autograd_scons.tool.override import WEAK_OBJECTS
+from autograd_scons.codegen.report import explain, foreign_line, layout_line, report
+from autograd_scons.codegen.tree import bucket_index
 
 _OBJECT_SUFFIXES = (".o", ".os", ".obj")
 

@@ -13,8 +13,8 @@ import SCons.Action
 import SCons.Script
 import SCons.Tool
 
-from codegen.tree import BANNER, PCH_HEADER, PRELUDE_IMPL_H
-from codegen.writer import write_files
+from autograd_scons.codegen.tree import BANNER, PCH_HEADER, PRELUDE_IMPL_H
+from autograd_scons.codegen.writer import write_files
 
 PCHCOM = "$( $AUTOGRAD_LAUNCHER $) $SHCXX -o $TARGET -x c++-header -c $SHCXXFLAGS $SHCCFLAGS $_CCCOMCOM $SOURCE"
 _TEXT = f"""{BANNER}

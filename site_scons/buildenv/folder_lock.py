@@ -1,10 +1,10 @@
 """One OS-level lock per build folder, for every build started from Python
 (`load()`, the editable install's rebuild on import).
 
-    from autograd_scons.folder_lock import BuildLock, LockTimeout
+    from autograd_scons.buildenv.folder_lock import BuildLock, LockTimeout
     with BuildLock(folder, timeout=None, label="load(myops)") as lock:
         ...                      # up-to-date check, generate, compile, link
-        lock.set_group(pgid)     # the build's process group (scons_run does it)
+        lock.set_group(pgid)     # the build's process group (runner does it)
 
 `fcntl.flock` on `<folder>/.folder_lock`: the kernel drops it when its
 holder dies, however it dies (SIGKILL, the OOM killer, a cancelled job), so

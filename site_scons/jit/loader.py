@@ -8,14 +8,14 @@ does, and load it: `from autograd_scons import load, load_inline`.
     ops.bmul(a, b)                       # torch.ops.myops
 
 The build is the one `scons` runs: load_sconstruct.py, an SConstruct on the
-environment of extension_env.py, run by scons_run.run_scons in the build
+environment of environment.py, run by runner.run_scons in the build
 folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
 `/<name>/<python ABI>_torch<version>_<cpu|cuXY>_<compiler>/` (or
 `build_directory=`).  In that folder: gen/ (generated C++), src<k>/ and
 gen/'s objects, obj/<name>.so (SCons's link), `<name>.so` (the library
 loaded: a finished link renamed into place), build.log, the lock and the
 stamp.  One lock (folder_lock.BuildLock) is held across the up-to-date
-check, generation, compile, link and load; the stamp (scons_run.up_to_date)
+check, generation, compile, link and load; the stamp (runner.up_to_date)
 lets an unchanged load() in a fresh process skip SCons altogether.
 
 The compiler is $CXX (default g++), $AUTOGRAD_LAUNCHER goes before it,
@@ -35,13 +35,15 @@ import re
 import shlex
 import shutil
 
-from . import scons_run, torch_flags, unfinished_build
-from .folder_lock import BuildLock, FolderError
-from .private_folder import ensure as ensure_private
+from autograd_scons.buildenv import runner
+from autograd_scons.buildenv import torch_flags
+from autograd_scons.buildenv import unfinished_build
+from autograd_scons.buildenv.folder_lock import BuildLock, FolderError
+from autograd_scons.buildenv.private_folder import ensure as ensure_private
 
 SPEC = "load_spec.json"
 STAMP = ".up_to_date.json"
-_SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "load_sconstruct.py")
+_SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sconstruct.py")
 _loaded: dict = {}  # name -> _Loaded, for this process
 
 
@@ -144,7 +146,7 @@ def _read(path: str):
 def _write_if_changed(path: str, text: str) -> None:
     data = text.encode("utf-8")
     if _read(path) != data:
-        scons_run.write_bytes(path, data)
+        runner.write_bytes(path, data)
 
 
 def _publish(linked: str, library: str) -> None:
@@ -158,7 +160,7 @@ def _publish(linked: str, library: str) -> None:
     if data is None:
         raise FileNotFoundError(2, "the link left no library", linked)
     if _read(library) != data:
-        scons_run.write_bytes(library, data, mode=0o700)
+        runner.write_bytes(library, data, mode=0o700)
 
 
 def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache_dir, inline=None):
@@ -170,7 +172,7 @@ def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache
                  "PCH": {"auto": "auto", True: "1", False: "0"}[pch],
                  "PYTHON": "1" if spec.pop("python") else "0", "UNITY": str(spec.pop("unity")),
                  "CACHEDIR": os.path.abspath(cache_dir) if cache_dir else ""}
-    jobs = scons_run.default_jobs()
+    jobs = runner.default_jobs()
     import torch
     key = {"spec": spec, "variables": variables, "jobs": jobs, "torch": torch_flags._stamp(os.path.dirname(torch.__file__)),
            "inline": {k: hashlib.sha256(v.encode()).hexdigest() for k, v in (inline or {}).items()},
@@ -206,18 +208,18 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
         ensure_private(os.path.dirname(path), folder, label)
         _write_if_changed(path, text)
     _write_if_changed(os.path.join(folder, SPEC), json.dumps(dict(spec, name=name), indent=1, sort_keys=True))
-    if scons_run.up_to_date(stamp, key) and os.path.isfile(library):
+    if runner.up_to_date(stamp, key) and os.path.isfile(library):
         return
-    if scons_run.outputs_differ(stamp):
+    if runner.outputs_differ(stamp):
         # The library is not the one this folder built: nothing in it is
         # taken on trust, SCons checks every target against its database.
         unfinished_build.distrust(os.path.join(folder, unfinished_build.DATABASE))
-    scons_run.clear_stamp(stamp)
+    runner.clear_stamp(stamp)
     launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
-    result = scons_run.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
+    result = runner.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
                                  verbose=verbose, label=label, lock=lock)
     _publish(os.path.join(folder, "obj", f"{name}.so"), library)
-    scons_run.write_stamp(stamp, key, result.inputs_path, outputs=[library])
+    runner.write_stamp(stamp, key, result.inputs_path, outputs=[library])
 
 
 def _digests(stamp: str) -> list:
@@ -236,7 +238,7 @@ def _again(label, before, folder, key, stamp, timeout):
     same = False
     if folder == before.folder and key == before.key:
         with BuildLock(folder, timeout=timeout, label=label):
-            same = scons_run.up_to_date(stamp, key) and _digests(stamp) == before.digests
+            same = runner.up_to_date(stamp, key) and _digests(stamp) == before.digests
     if same:
         return before.namespace
     what = "its build folder" if folder != before.folder else \
@@ -269,7 +271,7 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
          cuda="auto", pch="auto", timeout=None, cache_dir=None):
     """Build (when needed) and load the extension `name`; return
     `torch.ops.<its op namespace>`.  Raises LoadError (bad arguments),
-    scons_run.BuildError (a failed build: first error, log path),
+    runner.BuildError (a failed build: first error, log path),
     folder_lock.LockTimeout, folder_lock.FolderError.
 
     `pch`: the precompiled prelude (GCC's .gch).  "auto" (default) compiles

@@ -1,25 +1,25 @@
-# SConstruct of load() and load_inline() (site_scons/jit_load.py), run by
-# scons_run.run_scons as `scons -f <this file>` in the build folder: not a
+# SConstruct of load() and load_inline() (autograd_scons.jit.loader), run by
+# runner.run_scons as `scons -f <this file>` in the build folder: not a
 # module to import.  It reads the load() arguments from load_spec.json
-# there and builds through the environment `scons` uses (extension_env.py):
+# there and builds through the environment `scons` uses (environment.py):
 # the same tool, layout, precompiled prelude (by default only where it pays:
 # below), CacheDir, LAUNCHER and nvcc.
 # Outputs: gen/ (generated), src<k>/ (objects of the sources in each source
-# folder), obj/<name>.so (the link; jit_load renames a copy into place).
+# folder), obj/<name>.so (the link; jit.loader renames a copy into place).
 import json
 import os
-import sys
 
-import extension_env
-import scons_run
+from autograd_scons.buildenv import environment, runner
+from autograd_scons.codegen.report import report
+from autograd_scons.tool import report as tool_report
 
 DefaultEnvironment(tools=[])
 
 with open("load_spec.json") as f:
     spec = json.load(f)
 vars = Variables(None, ARGUMENTS)
-extension_env.add_variables(vars)
-env, facts = extension_env.environment(vars, cuda=lambda env: True)
+environment.add_variables(vars)
+env, facts = environment.environment(vars, cuda=lambda env: True)
 env.Append(CPPPATH=spec["include_paths"], CXXFLAGS=spec["extra_cflags"],
            NVCCFLAGS=spec["extra_cuda_cflags"], LINKFLAGS=spec["extra_ldflags"],
            CPPDEFINES=[("TORCH_EXTENSION_NAME", spec["name"])])
@@ -48,18 +48,15 @@ generated = env.AutogradFunctions(
     namespace=spec["namespace"], includes=spec["includes"], unity=env["UNITY"],
     pch=pch, python=env["PYTHON"], kernels=spec["kernels"], pch_sources=cpp)
 objects = generated + env.CudaObjects(cu)
-print(f"{scons_run.GENERATED_TAG}objects={len(objects)}", flush=True)
-# After the tool is loaded: it puts the generator (codegen/) on sys.path.
-import autograd_report  # noqa: E402
-from codegen.report import report  # noqa: E402
-
-if autograd_report.REPORT.records:
-    print(f"{scons_run.GENERATED_TAG}generated gen/: {report(autograd_report.REPORT.records[-1].result)}",
+print(f"{runner.GENERATED_TAG}objects={len(objects)}", flush=True)
+if tool_report.REPORT.records:
+    print(f"{runner.GENERATED_TAG}generated gen/: {report(tool_report.REPORT.records[-1].result)}",
           flush=True)
 lib = env.SharedLibrary(os.path.join("obj", spec["name"]), objects, SHLIBPREFIX="")
-here = os.path.dirname(os.path.abspath(extension_env.__file__))
-scons_run.record_inputs(lib, scons_run.INPUTS,
-                        extra=["load_spec.json", os.path.join(here, "load_sconstruct.py")] + [p for p in (spec["native_functions"], spec["derivatives"],
-                                                                spec["tags"]) if p],
-                        code_roots=[here, os.path.join(os.path.dirname(here), "codegen")])
+# The tool's and the generator's modules count as inputs: the package folder.
+package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
+runner.record_inputs(lib, runner.INPUTS,
+                     extra=["load_spec.json", os.path.join(package, "jit", "sconstruct.py")]
+                     + [p for p in (spec["native_functions"], spec["derivatives"], spec["tags"]) if p],
+                     code_roots=[package])
 Default(lib)

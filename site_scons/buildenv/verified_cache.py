@@ -9,7 +9,7 @@ no digest (a plain CacheDir's or an older version's), is a miss: it is
 evicted (unless the cache is read-only or this is a dry run) and the target
 is rebuilt and pushed again.  A mismatch is reported in one line.
 
-    import verified_cache
+    from autograd_scons.buildenv import verified_cache
     env.CacheDir(path, verified_cache.VerifiedCacheDir)
     # or: verified_cache.use(env, path)
 """
@@ -39,9 +39,7 @@ def _digest_of(path: str) -> str:
 
 
 def _write_atomically(path: str, text: str) -> None:
-    # The generator's writer (temporary + rename): the tool that loads this
-    # module has put this checkout's codegen on sys.path.
-    from codegen.writer import write_atomic
+    from autograd_scons.codegen.writer import write_atomic  # (the one atomic writer)
     write_atomic(path, text.encode())
 
 

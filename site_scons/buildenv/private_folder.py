@@ -1,7 +1,7 @@
 """A build folder that is ours, or none: what `load()` checks before it
 builds or loads anything.
 
-    from autograd_scons.private_folder import ensure
+    from autograd_scons.buildenv.private_folder import ensure
     ensure(folder, root, label="load(myops)")   # FolderError: one line
 
 Another user of the machine must not be able to put a library, an object or
@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .folder_lock import FolderError
+from autograd_scons.buildenv.folder_lock import FolderError
 
 
 def _refuse(label: str, path: str, why: str, fix: str) -> FolderError:

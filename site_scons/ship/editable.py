@@ -10,7 +10,7 @@ project's folder, build folder and SCons arguments.  `install` puts an
 the package from the project's folder, with the build folder's copy of the
 package (the library) also on its `__path__`.
 
-`rebuild` is the machinery `load()` uses (folder_lock, scons_run): the
+`rebuild` is the machinery `load()` uses (folder_lock, runner): the
 stamp check first, which needs a stat per input and no SCons (a no-op
 import costs that: docs/shipping.md), then, under the build folder's OS
 lock, SCons.  A failed build raises ImportError with the first compiler
@@ -21,44 +21,31 @@ an import inside a build never starts another.
 import os
 import sys
 
-# Set in the environment of every build the backend or an editable import
-# starts: an import inside a build never starts another one.
-BUILDING_ENV = "AUTOGRAD_SCONS_BUILDING"
-# The record of the inputs of the last build an editable import checked.
-STAMP = ".editable_stamp.json"
 # (build_meta, with its archive modules, is imported only to build: the
 # .pth imports this module at every interpreter start.)
-
-
-def stamp_key(args):
-    """What besides the inputs decides the build: the arguments, and the
-    torch the library links (its headers are not among the inputs)."""
-    import importlib.util
-    from . import torch_flags
-    spec = importlib.util.find_spec("torch")
-    root = list(spec.submodule_search_locations)[0] if spec and spec.submodule_search_locations else None
-    return {"args": list(args), "torch": torch_flags.torch_stamp(root) if root else None}
 
 
 def rebuild(project, build, args, label):
     """Bring `<project>/<build>` up to date; ImportError when the build
     fails.  Returns True when SCons ran."""
-    from . import scons_run
+    from autograd_scons.buildenv import runner
+    from autograd_scons.ship.project import EDITABLE_STAMP, stamp_key
     folder = os.path.join(project, build)
-    stamp = os.path.join(folder, STAMP)
+    stamp = os.path.join(folder, EDITABLE_STAMP)
     key = stamp_key(args)
-    if scons_run.up_to_date(stamp, key):
+    if runner.up_to_date(stamp, key):
         return False
-    from .build_meta import BuildError, run_scons  # (only to build: ~20 ms of imports)
-    from .folder_lock import BuildLock
+    from autograd_scons.buildenv.runner import BuildError
+    from autograd_scons.ship.project import build_project
+    from autograd_scons.buildenv.folder_lock import BuildLock
     try:
         with BuildLock(folder, label=label):
-            if scons_run.up_to_date(stamp, key):  # built meanwhile by whoever held the lock
+            if runner.up_to_date(stamp, key):  # built meanwhile by whoever held the lock
                 return False
-            scons_run.clear_stamp(stamp)
-            print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, scons_run.LOG)})", file=sys.stderr)
-            run_scons(project, build, args, os.path.join(folder, scons_run.LOG), quiet=True, label=label)
-            scons_run.write_stamp(stamp, key, os.path.join(folder, scons_run.INPUTS))
+            runner.clear_stamp(stamp)
+            print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, runner.LOG)})", file=sys.stderr)
+            build_project(project, build, args, os.path.join(folder, runner.LOG), quiet=True, label=label)
+            runner.write_stamp(stamp, key, os.path.join(folder, runner.INPUTS))
     except (BuildError, OSError, TimeoutError) as e:
         raise ImportError(str(e) if str(e).startswith(label) else f"{label}: {e}") from None
     return True
@@ -75,6 +62,7 @@ class EditableFinder:
     def find_spec(self, fullname, path=None, target=None):
         if fullname != self.package:
             return None
+        from autograd_scons.ship.project import BUILDING_ENV  # (the package's first import only)
         if not self.checked and not os.environ.get(BUILDING_ENV):
             self.checked = True  # once per interpreter, even when it fails
             rebuild(self.project, self.build, self.args, f"editable {self.package}")
@@ -95,7 +83,7 @@ def install(config):
 _HOOK = '''"""Editable install of {package} (autograd_scons.build_meta): imported by
 its .pth; importing {package} rebuilds {project} first."""
 try:
-    from autograd_scons.editable import install
+    from autograd_scons.ship.editable import install
 except ImportError:  # autograd-functions-scons uninstalled: {package} is not importable
     pass
 else:
@@ -107,9 +95,10 @@ def wheel_files(project, package, build, args):
     """{path in the wheel: bytes} of an editable wheel; the build has just
     run, so its stamp is written now and the first import is a no-op."""
     import json
-    from . import scons_run
+    from autograd_scons.buildenv import runner
+    from autograd_scons.ship.project import EDITABLE_STAMP, stamp_key
     folder = os.path.join(project, build)
-    scons_run.write_stamp(os.path.join(folder, STAMP), stamp_key(args), os.path.join(folder, scons_run.INPUTS))
+    runner.write_stamp(os.path.join(folder, EDITABLE_STAMP), stamp_key(args), os.path.join(folder, runner.INPUTS))
     config = {"package": package, "project": project, "build": build, "args": list(args)}
     module = f"_{package}_editable"
     return {f"{module}.pth": f"import {module}\n".encode(),

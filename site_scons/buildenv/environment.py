@@ -5,8 +5,8 @@ variables, precompiled prelude, CacheDir, LAUNCHER, torch and CUDA flags,
 linker.  Call from an SConstruct:
 
     vars = Variables(None, ARGUMENTS)
-    extension_env.add_variables(vars)          # then the SConstruct's own
-    env, facts = extension_env.environment(vars, cuda=lambda env: True)
+    environment.add_variables(vars)          # then the SConstruct's own
+    env, facts = environment.environment(vars, cuda=lambda env: True)
 
 `cuda(env)` says whether the .cu kernels are configured (cuda_flags; the
 reason they are left out is printed).  The environment has `pch` (bool)
@@ -21,10 +21,10 @@ import sys
 import SCons.Errors
 import SCons.Script as S
 
-import cuda_flags
-import torch_flags
-import unfinished_build
-import verified_cache
+from autograd_scons.buildenv import cuda_flags
+from autograd_scons.buildenv import torch_flags
+from autograd_scons.buildenv import unfinished_build
+from autograd_scons.buildenv import verified_cache
 
 
 def add_variables(vars):
@@ -98,7 +98,7 @@ def environment(vars, cuda):
 
     env.Tool("autograd_functions")
     env.Tool("nvcc")
-    from codegen.emit.options import parse_python  # (importable once the tool is loaded)
+    from autograd_scons.codegen.emit.options import parse_python  # (importable once the tool is loaded)
     try:
         env["PYTHON"] = parse_python(env["PYTHON"])
     except ValueError as e:

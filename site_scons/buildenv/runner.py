@@ -2,19 +2,19 @@
 the machinery shared by `load()` (load.py) and the editable install's
 rebuild on import.
 
-    from autograd_scons import scons_run
-    from autograd_scons.folder_lock import BuildLock
+    from autograd_scons.buildenv import runner
+    from autograd_scons.buildenv.folder_lock import BuildLock
     with BuildLock(folder, label="load(myops)") as lock:
-        if not scons_run.up_to_date(stamp, key):       # stat (digest if moved) of every input
-            scons_run.clear_stamp(stamp)
-            result = scons_run.run_scons(sconstruct, folder, {"CXX": "g++"}, jobs=None,
+        if not runner.up_to_date(stamp, key):       # stat (digest if moved) of every input
+            runner.clear_stamp(stamp)
+            result = runner.run_scons(sconstruct, folder, {"CXX": "g++"}, jobs=None,
                                          verbose=False, label="load(myops)", lock=lock)
-            scons_run.write_stamp(stamp, key, result.inputs_path)
+            runner.write_stamp(stamp, key, result.inputs_path)
     # result.compiled / result.linked: what ran; BuildError on failure
 
 The SConstruct side names what the stamp must cover:
 
-    scons_run.record_inputs(lib, os.path.join(folder, scons_run.INPUTS), extra=[yaml, ...])
+    runner.record_inputs(lib, os.path.join(folder, runner.INPUTS), extra=[yaml, ...])
 
 which, when the build succeeds, writes every file the targets depended on
 (sources, the headers SCons's scanner found, the compiler, the generated
@@ -47,6 +47,7 @@ from typing import Callable, Optional
 
 INPUTS = ".build_inputs.json"  # written by record_inputs (the SCons side)
 LOG = "build.log"
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograd_scons
 GENERATED_TAG = "autograd_build: "  # lines an SConstruct prints for the progress report
 # g++/clang (`file:line:col: error:`) and nvcc (`file(line): error:`)
 _ERROR = re.compile(r"^(\S.*?):(\d+)(?::\d+)?: (?:fatal )?error\b.*$|^(\S.*?)\((\d+)\): error\b.*$", re.M)
@@ -59,11 +60,17 @@ _LINK = re.compile(r" -o (\S+\.(?:so|dylib|pyd))\b")
 
 
 class BuildError(RuntimeError):
-    """A failed build: `first_error` (one line) and `log` (the full log's path)."""
+    """A build that failed or cannot go on, for every build started from
+    Python (load(), the backend, the editable rebuild): one line (`str()`),
+    and for a failed build `first_error` and `log` (the full log's path)."""
 
-    def __init__(self, label: str, first_error: str, log: str):
+    def __init__(self, message: str, first_error: str = "", log: str = ""):
         self.first_error, self.log = first_error, log
-        super().__init__(f"{label}: build failed: {first_error}\n  full log: {log}")
+        super().__init__(message)
+
+    @classmethod
+    def failed(cls, label: str, first_error: str, log: str) -> "BuildError":
+        return cls(f"{label}: build failed: {first_error}\n  full log: {log}", first_error, log)
 
 
 def first_error(text: str) -> str:
@@ -226,7 +233,7 @@ def write_json(path: str, value) -> None:
 
 
 def write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
-    from codegen.writer import write_atomic  # (the generator beside this package)
+    from autograd_scons.codegen.writer import write_atomic  # (the generator beside this package)
     write_atomic(path, data, mode)
 
 
@@ -304,11 +311,15 @@ class BuildResult:
     inputs_path: str = ""
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: files and folders the build makes are the
-    user's alone (0600/0700, whatever the caller's umask), and SIGKILL when
-    the caller dies (Linux)."""
+def _private_child() -> None:
+    """In the child before exec of a build in a cache folder: what it makes
+    is the user's alone (0600/0700, whatever the caller's umask)."""
     os.umask(0o077)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the caller dies (Linux)."""
     try:
         import ctypes
         import signal
@@ -381,23 +392,26 @@ def _log(log, text: str, path: str) -> None:
 
 def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *, jobs: Optional[int] = None,
               verbose: bool = False, label: str = "build", lock=None, say: Callable[[str], None] = _stdout,
-              site_dir: Optional[str] = None, extra_args=()) -> BuildResult:
+              site_dir: Optional[str] = None, extra_args=(), log_path: Optional[str] = None,
+              private: bool = True, environ: Optional[dict] = None) -> BuildResult:
     """Run SCons on `sconstruct` in `folder` (its top folder) with
     `variables` (NAME=value arguments) and `jobs` (default_jobs()).
     `site_dir`: the folder SCons puts on sys.path and searches for tools
     (default: this package's).  `lock`: the BuildLock held, told the build's
-    process group.  Raises BuildError when SCons fails."""
+    process group.  `log_path`: default `<folder>/build.log`.  `private`:
+    files made owner-only (a cache folder's build; a project's keeps the
+    umask).  `environ`: variables added to the build's environment.
+    Raises BuildError when SCons fails."""
     folder = os.path.abspath(folder)
-    site_dir = site_dir or os.path.dirname(os.path.abspath(__file__))
+    # The package folder: its site_init.py registers it as `autograd_scons`
+    # in SCons's process, so the build runs this copy of the tool.
+    site_dir = site_dir or _PACKAGE
     jobs = jobs or default_jobs()
     cmd = [sys.executable, "-c", "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())",
            "-f", os.path.abspath(sconstruct), f"--site-dir={site_dir}", f"-j{jobs}"]
     cmd += [f"{k}={v}" for k, v in (variables or {}).items()] + list(extra_args)
-    # The generator beside the helpers (codegen/ next to site_scons/ or to
-    # the installed autograd_scons), first: not another copy on sys.path.
-    path = [os.path.dirname(site_dir)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(path))
-    log_path = os.path.join(folder, LOG)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(environ or {}))
+    log_path = log_path or os.path.join(folder, LOG)
     progress = _Progress(label, say, verbose)
     progress.jobs = jobs
     # Not through a link planted in the folder's place of the log.
@@ -406,7 +420,7 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
         _log(log, "$ " + " ".join(cmd) + "\n", log_path)
         proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace", start_new_session=True,
-                                preexec_fn=_die_with_parent)
+                                preexec_fn=_private_child if private else _die_with_parent)
         if lock is not None:
             lock.set_group(proc.pid)
         try:
@@ -424,7 +438,7 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
             raise
     if rc != 0:
         with open(log_path, errors="replace") as f:
-            raise BuildError(label, first_error(f.read()), log_path)
+            raise BuildError.failed(label, first_error(f.read()), log_path)
     progress.end()
     progress.result.log = log_path
     progress.result.inputs_path = os.path.join(folder, INPUTS)

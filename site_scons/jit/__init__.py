@@ -1,0 +1,8 @@
+"""load() and load_inline() from Python (loader.py), built by the
+SConstruct in sconstruct.py in a private build folder of the user's cache,
+then loaded with torch.ops.load_library.
+
+May import: the build environment (runner, lock, folder checks, torch's
+flags), the generator; torch when called.  Not the SCons tool directly, nor
+shipping.
+"""

@@ -1,0 +1,10 @@
+"""Shipping an extension project: `new` and its templates (new.py,
+templates/), the wheel's files (wheel_files.py), the editable install's
+rebuild on import (editable.py), and the build of a project's SConstruct
+that both the PEP 517 backend (autograd_scons.build_meta) and the editable
+install run (project.py).
+
+May import: the build environment (runner, lock, torch's flags).  The
+backend and the editable install share project.py; neither imports the
+other.
+"""

@@ -1,0 +1,103 @@
+"""`python -m autograd_scons new NAME [--cuda]`: a new extension project in
+the folder NAME (pyproject.toml with this package's build backend and the
+torch pin, SConstruct, the package, the specs of one differentiable op, its
+CPU kernel, tests; `--cuda`: its CUDA kernel too), made from the real files
+in templates/ (`extname` in them becomes NAME).  A folder that exists or a
+NAME that is not a Python identifier is one line and writes nothing."""
+
+import keyword
+import os
+import shutil
+import sys
+import tempfile
+
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+PLACEHOLDER = "extname"
+CUDA_MARK = "  # --cuda"  # a template line kept (without the mark) only with --cuda
+
+
+def torch_pin():
+    """`X.Y.*` of the torch installed now (its version file, no import)."""
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("autograd_scons new: torch is not installed here: the project pins the torch it is "
+                         f"built against (install torch into {sys.executable}'s environment first)")
+    from autograd_scons.buildenv import torch_flags
+    facts = torch_flags.read_facts(list(spec.submodule_search_locations)[0])
+    if facts is None:  # a CUDA build: its version file still says the version
+        import torch
+        version = torch.__version__
+    else:
+        version = facts["version"]
+    return ".".join(version.split("+")[0].split(".")[:2]) + ".*"
+
+
+def render(text, name, cuda):
+    lines = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\n")
+        if body.endswith(CUDA_MARK):
+            if not cuda:
+                continue
+            line = body[:-len(CUDA_MARK)] + "\n"
+        lines.append(line)
+    return "".join(lines).replace(PLACEHOLDER, name)
+
+
+def template_files(cuda):
+    """[(template file, path in the project)] in a fixed order."""
+    files = []
+    for part in ["project"] + (["cuda"] if cuda else []):
+        root = os.path.join(TEMPLATES, part)
+        for folder, subdirs, names in os.walk(root):
+            subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+            for n in sorted(names):
+                if not n.endswith(".pyc"):
+                    path = os.path.join(folder, n)
+                    rel = os.path.relpath(path, root).replace(PLACEHOLDER, "{name}")
+                    # (a dot file would not be package data: setup.py's globs skip them)
+                    files.append((path, ".gitignore" if rel == "gitignore" else rel))
+    return files
+
+
+def new(name, cuda=False, where="."):
+    """Write the project; returns its folder.  SystemExit (one line) on a
+    bad name or an existing folder, before anything is written."""
+    if not name.isidentifier() or keyword.iskeyword(name) or not name.isascii():
+        raise SystemExit(f"autograd_scons new: {name!r} is not a Python identifier (it names the package and "
+                         "the operators' namespace): use letters, digits and _, not starting with a digit")
+    dest = name if where == "." else os.path.join(where, name)
+    if os.path.lexists(dest):
+        raise SystemExit(f"autograd_scons new: {dest} already exists: nothing written (choose another name, "
+                         "or remove it)")
+    pin = torch_pin()
+    # Written into a temporary sibling and renamed: never a half-written project.
+    tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=where or ".")
+    try:
+        for template, rel in template_files(cuda):
+            with open(template, encoding="utf-8") as f:
+                text = render(f.read(), name, cuda).replace("@TORCH_PIN@", pin)
+            out = os.path.join(tmp, rel.format(name=name))
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with open(out, "w", encoding="utf-8") as f:
+                f.write(text)
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+def add_command(sub) -> None:
+    """`new`, on `sub` (an argparse subparsers action)."""
+    p = sub.add_parser("new", help="write a new extension project NAME/")
+    p.add_argument("name")
+    p.add_argument("--cuda", action="store_true", help="with a CUDA kernel (built when torch is a CUDA build)")
+    p.set_defaults(run=_cmd_new)
+
+
+def _cmd_new(args) -> int:
+    dest = new(args.name, args.cuda)
+    print(f"{dest}: written; next: cd {dest} && pip install --no-build-isolation . && pytest tests")
+    return 0

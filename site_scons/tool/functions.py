@@ -1,0 +1,266 @@
+"""SCons tool: `env.AutogradFunctions(outdir, native_functions=..., derivatives=...)`.
+
+Thin glue over `codegen.incremental`.  Generation happens while the
+SConscripts are read (write-if-changed, manifest fast path), and the
+generated translation units (unity buckets, and the units compiled on their
+own: see codegen/layout.py) are returned as plain source nodes: SCons then
+treats them like any other source, so a no-op build costs what the same
+files would cost checked in, and only TUs whose bytes (or included files)
+changed recompile.  Headers are found by SCons's C scanner through `outdir`
+(added to CPPPATH).  The output folder is locked for the whole run, so two
+builds of one tree never interleave.
+
+    import autograd_scons   # installed with this project (pip install ...)
+    env.Tool('autograd_functions', toolpath=[autograd_scons.TOOLPATH])   # site_tools/'s shim of this module
+    cpps = env.AutogradFunctions('gen', native_functions='nf.yaml',
+                                 derivatives='derivatives.yaml')
+    env.SharedLibrary('ext', cpps + ['module.cpp'])
+
+`python=True` (default) also generates the Functions' Python bindings
+(`python/bindings_<k>.cpp`, among the returned TUs: typed `grad_fn`,
+`_saved_*` properties; codegen/emit/python_bindings.py), which need
+`libtorch_python`; `python=False` generates none, for a library used from
+C++ alone.  `unity='auto'` (default) picks the bucket count from the number of units
+and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  The TUs
+come in link order.  While an edited unit overrides its old text in a
+bucket (`AUTOGRAD_OVERRIDE`, on where objcopy and nm work on ELF objects),
+the call returns object nodes for the edit TUs and, for each bucket holding
+old text, a copy of its object with exactly the symbols the edit TUs define
+made weak (codegen/weaken.py): any environment can link them, and every
+other duplicate symbol still fails the link.  With
+`pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
+and the call returns their shared objects; `pch="auto"` does so for the TUs
+of a cold build only when they (buckets, binding TUs, `pch_sources`) are
+enough for the precompile to pay (codegen/layout.py, prelude_pays), and for
+the edit TUs always (load()'s default).  `env.AutogradLibrary(target,
+outdir, ...)` also links them into one shared library and, when nothing at
+all changed since it was last built, does not even declare the graph.
+
+Options: `--autograd-explain=OP` (or `AUTOGRAD_EXPLAIN=OP[,OP...]` on the
+command line or in the environment) says why OP was or was not regenerated
+and where it compiles.  `-c` removes the generated folder; `-n` reports what
+would be regenerated without writing anything.
+"""
+
+import optparse
+import os
+import sys
+
+import SCons
+import SCons.Action
+import SCons.Script
+import SCons.Util
+
+from autograd_scons.tool import compat
+from autograd_scons.tool import launcher
+from autograd_scons.tool import override
+from autograd_scons.tool import pch
+from autograd_scons.tool import report
+from autograd_scons.tool import stamp
+from autograd_scons.tool.pch import PCHCOM, never_run, pch_objects
+from autograd_scons.codegen import incremental
+from autograd_scons.codegen.emit.options import EmitOptions, parse_python
+from autograd_scons.codegen.errors import SpecError, os_error_line
+from autograd_scons.codegen.layout import AUTO, parse_unity, prelude_pays
+from autograd_scons.codegen.lock import lock_folder, remove_made_folder
+from autograd_scons.codegen.manifest import read_manifest
+from autograd_scons.codegen.tree import MANIFEST, OWNED_FOLDERS, is_edit_file
+
+
+def _fail(message):
+    """One line, non-zero exit, before anything was written."""
+    sys.stderr.write(f"scons: *** {message}\n")
+    SCons.Script.Exit(2)
+
+_option_added = False
+# What this tool writes and declares: in the key of AutogradLibrary's stamp.
+_TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override,
+                                                 pch, report)]
+
+
+def _no_duplicate(node):
+    # A non-derived file in a duplicating variant dir whose "source" copy does
+    # not exist is deleted by SCons (File.exists()); ours have no source copy.
+    node.duplicate = 0
+    return node
+
+
+def _is_edit_tu(out, node):
+    return is_edit_file(os.path.relpath(node.abspath, out.abspath).replace(os.sep, "/"))
+
+
+def _use_pch(pch, out, nodes, others=0):
+    """`pch=` as a bool for the TUs a cold build compiles: "auto" asks the
+    layout (prelude_pays) about the generated TUs other than the edit TUs,
+    plus the `others` sources."""
+    if pch != AUTO:
+        return bool(pch)
+    return prelude_pays(len([n for n in nodes if not _is_edit_tu(out, n)]) + others)
+
+
+def _edit_objects(env, out, nodes):
+    """{edit TU: its object against the precompiled prelude}: under
+    pch="auto" the edit TUs take the prelude even where the cold build's TUs
+    do not.  Each formula edit then costs one TU against it; the first pays
+    the precompile, which a build without edits never does.  Which TUs take
+    it depends on their kind alone, never on the build's history."""
+    edits = [n for n in nodes if _is_edit_tu(out, n)]
+    return dict(zip(edits, pch_objects(env, out, edits, _no_duplicate))) if edits else {}
+
+
+def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
+                      namespace=None, unity="auto", includes=(), pch=False,
+                      kernels=True, python=True, pch_sources=()):
+    pch_sources = list(pch_sources)
+    # (they compile alongside the buckets: the automatic bucket count leaves them their cores)
+    nodes, result, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
+                                 includes, kernels, python, others=len(pch_sources))
+    out = _no_duplicate(env.Dir(outdir))
+    if not _use_pch(pch, out, nodes, others=len(pch_sources)):
+        with_prelude = _edit_objects(env, out, nodes) if pch == AUTO else {}
+        nodes = [with_prelude.get(n, n) for n in nodes]
+        return override.overridden(env, out, result, nodes, _no_duplicate) + list(pch_sources)
+    # `pch_sources`: your own C++ (e.g. hand-written kernels including ATen)
+    # compiled against the same precompiled prelude, which it then reads
+    # instead of parsing torch's headers again (about 0.6 header parses for
+    # the example's kernels.cpp); appended after the generated objects.
+    objects = pch_objects(env, out, list(nodes) + list(pch_sources), _no_duplicate)
+    return override.overridden(env, out, result, objects[:len(nodes)], _no_duplicate) + \
+        objects[len(nodes):]
+
+
+def _request(env, outdir, namespace, unity, includes, kernels, python, dry_run, others=0):
+    if isinstance(includes, str):
+        includes = [includes]
+    try:
+        opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
+                           kernels=bool(kernels), python=parse_python(python))
+        return incremental.Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
+                                   others=others, dry_run=dry_run,
+                                   override=override.can_override(env))
+    except ValueError as e:
+        _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
+
+
+def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity, includes,
+              kernels=True, python=True, others=0):
+    """(generated TU nodes, incremental.Result, its closing-report record), the
+    last two None when cleaning."""
+    dry = bool(SCons.Script.GetOption("no_exec"))
+    request = _request(env, outdir, namespace, unity, includes, kernels, python, dry, others)
+    out = _no_duplicate(env.Dir(outdir))
+    for sub in OWNED_FOLDERS:
+        _no_duplicate(out.Dir(sub))
+    paths = [env.File(p).srcnode().abspath if p is not None else None  # the real spec, under a variant_dir
+             for p in (native_functions, derivatives, tags)]
+    env.AppendUnique(CPPPATH=[out])
+
+    if SCons.Script.GetOption("clean"):
+        # Do not generate just to delete: name what is there, remove it all.
+        m, _ = read_manifest(os.path.join(out.abspath, MANIFEST))
+        nodes = [_no_duplicate(out.File(r)) for r in (m.sources if m else [])]
+        env.Clean(nodes or [out], out)
+        return nodes, None, None
+    made = False
+    try:
+        if not dry:
+            made = lock_folder(out.abspath, say=lambda m: print(f"scons: {m}", flush=True))
+        result = incremental.update(out.abspath, *paths, request=request)
+    except (SpecError, OSError) as e:
+        if made:  # bad input on a first build leaves no folder behind
+            remove_made_folder(out.abspath)
+        _fail(str(e) if isinstance(e, SpecError) else f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
+    if result.warning:
+        sys.stderr.write(f"scons: warning: {result.warning}\n")
+    nodes = [_no_duplicate(out.File(r)) for r in result.sources]
+    env.Clean(nodes, out)
+    if dry:
+        # `-n` wrote nothing: a TU this run would create (an edit TU, a new
+        # unit's) is shown as generated, so SCons can say what compiles.
+        for n in nodes:
+            if not n.exists():
+                env.Command(n, [], SCons.Action.Action(never_run, "would generate $TARGET"))
+    alias = env.subst("$AUTOGRAD_GENERATE_ALIAS")
+    if alias and not dry:
+        # `scons generate`: generate (done while reading) and build nothing.
+        # The manifest, written last, stands for the whole generated tree.
+        env.Alias(alias, out.File(MANIFEST))
+    return nodes, result, report.REPORT.add(out, result) if result is not None else None
+
+
+def _plain_objects(env, out, nodes, auto):
+    """The objects of `nodes` without the precompiled prelude; under
+    pch="auto", the edit TUs' with it (_edit_objects)."""
+    with_prelude = _edit_objects(env, out, nodes) if auto else {}
+    return SCons.Util.NodeList([with_prelude.get(n) or env.SharedObject(n)[0] for n in nodes])
+
+
+def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=None,
+                    namespace=None, unity="auto", includes=(), pch=False,
+                    kernels=True, python=True):
+    """Generate, compile and link the Functions into one shared library;
+    when a stamp (autograd_stamp.py) says nothing changed since it was
+    built, return it as a plain file without declaring the per-op graph."""
+    env.AppendUnique(CPPPATH=[_no_duplicate(env.Dir(outdir))])  # for the caller's own code
+    env = env.Clone()  # the key must describe the environment the builders use
+    nodes, result, record = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
+                                      includes, kernels, python)
+    out = _no_duplicate(env.Dir(outdir))
+    auto, pch = pch == AUTO, _use_pch(pch, out, nodes)
+    lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
+                                              env.subst("$SHLIBSUFFIX")))
+    stamp_path = lib_file.abspath + stamp.SUFFIX
+    objects_rel = [os.path.splitext(r)[0] + env.subst("$SHOBJSUFFIX") for r in (result.sources if result else [])]
+    alias, targets = env.subst("$AUTOGRAD_GENERATE_ALIAS"), SCons.Script.COMMAND_LINE_TARGETS
+    if result is not None and alias and targets and all(t == alias for t in targets):
+        return SCons.Util.NodeList([])  # `scons generate`: the objects are not asked for
+    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if pch or auto else "", "$AUTOGRAD_PCH_KEY"]
+    key = None
+    if result is not None and stamp.fast_path_allowed(env, result, lib_file):
+        key = stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
+        if stamp.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
+            record.note = "library up to date since its last build: per-op graph not declared"
+            return SCons.Util.NodeList([lib_file])
+    objects = override.overridden(env, out, result,
+                                           pch_objects(env, out, nodes, _no_duplicate) if pch
+                                           else _plain_objects(env, out, nodes, auto),
+                                           _no_duplicate)
+    lib = env.SharedLibrary(target, objects)
+    env.Clean(lib, env.File(stamp_path))
+    if result is not None and not SCons.Script.GetOption("no_exec"):
+        # An older stamp can stay: whatever this build changes changes the
+        # key (manifest) or the stats it records, so it cannot match again.
+        if key is None and not env.get("SHLIBVERSION"):
+            key = stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
+        if key is not None:
+            stamp.write_later(stamp_path, key, lib[0], [os.path.join(out.abspath, r) for r in objects_rel])
+    return lib
+
+
+def generate(env):
+    global _option_added
+    problem = compat.version_problem()
+    if problem:
+        _fail(problem)
+    launcher.prefix_launcher(env)
+    compat.patch_tslist()
+    if not _option_added:
+        _option_added = True
+        try:
+            SCons.Script.AddOption("--autograd-explain", dest="autograd_explain", action="append",
+                                   metavar="OP", help="say why autograd unit OP was or was not "
+                                   "regenerated, and where it compiles (repeatable)")
+        except optparse.OptionConflictError:  # added by another copy of this tool
+            pass
+    env.AddMethod(AutogradFunctions, "AutogradFunctions")
+    env.AddMethod(AutogradLibrary, "AutogradLibrary")
+    env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
+                   # Weak symbols in ELF objects (codegen/weaken.py); Mach-O's and COFF's
+                   # are not attempted: their buckets are rewritten.
+                   AUTOGRAD_OVERRIDE=sys.platform.startswith(("linux", "freebsd")),
+                   AUTOGRAD_NM="nm", AUTOGRAD_OBJCOPY="objcopy",
+                   AUTOGRAD_WEAKENCOMSTR="Overriding the edited units' old text: weak copy $TARGET")
+
+
+def exists(env):
+    return True
