@@ -1,8 +1,9 @@
 """The compile layout: which translation units the generated code is built as.
 
 Generation stays per unit; compilation goes by bucket.  Every TU pays the
-same ~8-13 s of torch headers while a unit's own code costs ~0.1-0.2 s, so
-units are compiled through unity buckets (`unity/bucket_<i>.cpp`, which hold
+same parse of torch's headers, while a unit's own code costs a small
+fraction of one (docs/compile-layout.md has the measurements), so units are
+compiled through unity buckets (`unity/bucket_<i>.cpp`, which hold
 their members' text).  A unit's bucket depends on its name only, so adding
 or removing a unit changes one bucket.
 
@@ -25,8 +26,7 @@ trusted layout, and then kept, so that changing `-j` never reshuffles:
 `cores` is `jobs` less the other TUs compiled alongside the buckets (the
 Python binding TUs, the caller's own sources), at least 1: those keep the
 other cores busy, and a bucket more would only pay the prelude again (the
-example, 29 units with 2 other TUs on 2 cores: 1 bucket, as fast in wall
-time as 2 and ~3 s less CPU).  The edit TUs number `jobs` (at most
+example, 29 units with 2 other TUs on 2 cores, gets 1 bucket).  The edit TUs number `jobs` (at most
 MAX_SLOTS), also kept.
 
 `prelude_pays` is the layout's say on the precompiled prelude: under load()'s
@@ -43,26 +43,22 @@ from typing import Any, Iterable, Optional, Sequence
 from .tree import BUCKET_SEED, SLOT_SEED, placed
 
 # Buckets smaller than this are not worth a TU of their own: the headers
-# cost ~50 units' worth of code.
+# cost tens of units' worth of code.
 MIN_PER_BUCKET = 8
 # Buckets larger than this make a changed header, an added or a removed unit
 # slow: each recompiles one bucket, beside its binding TU and edit TU, which
-# a header edit or an addition pays anyway (about 14 + 5 s of CPU on torch's
-# specs, against ~4.6 s + 0.12 s a unit for a bucket with the precompiled
-# prelude: docs/benchmarks-cold.md).  96 keeps the bucket under them (torch:
-# 8 buckets of ~89 units, ~15 s); every bucket fewer saves a cold build
-# ~4.6 s of CPU, the prelude's load and the instantiations each TU repeats.
+# a header edit or an addition pays anyway; 96 keeps the bucket's cost under
+# theirs, and every bucket fewer saves a cold build the prelude's load and
+# the instantiations each TU repeats (docs/benchmarks-cold.md measures both).
 MAX_PER_BUCKET = 96
 # Units out of their buckets at most: past this, edited units go back into
 # their (rewritten) buckets, as a mass edit is cheaper compiled that way.
 MAX_ALONE = 48
 MAX_SLOTS = 8
-# The precompiled prelude pays on a cold build from this many TUs taking it.
-# Measured on the 2-core machine, idle, the example's cold build: one parse of
-# the prelude is ~9.7 s; the precompile took 22-27 s (~2.3 parses, serial:
-# every TU waits for it) and saved each TU ~0.5 parse (bucket 26.0 -> 20.9 s,
-# binding TU 18.3 -> 14.4 s, kernels.cpp 9.0 -> 3.8 s): 49 s wall and 67 s
-# CPU with it, 28 s and 53 s without.  2.3 / 0.5: from 5 TUs.
+# The precompiled prelude pays on a cold build from this many TUs taking it:
+# the precompile costs about 2.3 parses of the prelude, serial (every TU
+# waits for it), and saves each TU about half a parse; 2.3 / 0.5 rounds up
+# to 5 (docs/load.md, "The precompiled prelude's rule, measured").
 PCH_MIN_TUS = 5
 
 AUTO = "auto"

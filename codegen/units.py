@@ -65,11 +65,6 @@ class Unit:
         return info.file, info.line or None, str(info.func.func)
 
 
-def load_op_infos(native_functions: str, derivatives: str, tags: Optional[str] = None) -> list:
-    """Every info that becomes a Function class, derived foreach ones included."""
-    return [u.subject for u in load_units(native_functions, derivatives, tags, kernels=False)]
-
-
 def load_units(native_functions: str, derivatives: str, tags: Optional[str] = None, *,
                kernels: bool = True, native_cache=None) -> list[Unit]:
     """The specs' units in emission order: the Functions (load order, then

@@ -171,12 +171,3 @@ def render_shared(ops: Sequence[str], opts: EmitOptions) -> dict[str, str]:
         banner=BANNER, prelude_h=PRELUDE_H,
         function_headers=[f'#include "{function_file(op, ".h")}"' for op in sorted(ops)])
     return files
-
-
-def render_all(infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -> dict[str, str]:
-    """Every file for these op infos (as returned by op_infos)."""
-    files: dict[str, str] = {}
-    for info in infos:
-        files.update(render_op(info, opts))
-    files.update(render_shared([i.op for i in infos], opts))
-    return files

@@ -37,22 +37,19 @@ def _torch_dir():
     return list(spec.submodule_search_locations)[0]
 
 
-def _stamp(root):
+def torchtorch_stamp(root):
+    """torch's folder and the stat of its version file and core libraries:
+    what changes when torch is replaced (in load()'s and the editable
+    install's up-to-date keys, and the facts' cache)."""
     files = [os.path.join(root, "version.py")] + sorted(glob.glob(os.path.join(root, "_C*.so")))
     return [root] + [[f, os.stat(f).st_size, os.stat(f).st_mtime_ns] for f in files if os.path.exists(f)]
-
-
-def torch_stamp(root):
-    """torch's folder and the stat of its version file and core libraries:
-    what changes when torch is replaced (editable.py's up-to-date key)."""
-    return _stamp(root)
 
 
 def torch_facts(cache_path):
     """{'root', 'abi', 'version', 'cuda', 'cuda_arches', 'gpus'} of the
     installed torch, cached (a cache written by another query is asked again)."""
     root = _torch_dir()
-    stamp = _stamp(root)
+    stamp = torch_stamp(root)
     try:
         with open(cache_path) as f:
             cached = json.load(f)
@@ -170,5 +167,5 @@ def configure(env, cache_path, python=True):
     # headers, so this stands for them: torch's version and the sizes of its
     # version file and core library (no path or mtime: a CacheDir stays
     # shareable between identical installs).
-    env["AUTOGRAD_PCH_KEY"] = json.dumps([facts["version"]] + [s[1] for s in _stamp(root)[1:]])
+    env["AUTOGRAD_PCH_KEY"] = json.dumps([facts["version"]] + [s[1] for s in torch_stamp(root)[1:]])
     return facts

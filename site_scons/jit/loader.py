@@ -174,7 +174,7 @@ def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache
                  "CACHEDIR": os.path.abspath(cache_dir) if cache_dir else ""}
     jobs = runner.default_jobs()
     import torch
-    key = {"spec": spec, "variables": variables, "jobs": jobs, "torch": torch_flags._stamp(os.path.dirname(torch.__file__)),
+    key = {"spec": spec, "variables": variables, "jobs": jobs, "torch": torch_flags.torch_stamp(os.path.dirname(torch.__file__)),
            "inline": {k: hashlib.sha256(v.encode()).hexdigest() for k, v in (inline or {}).items()},
            "env": {k: os.environ.get(k, "") for k in ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "PATH")}}
     key = json.loads(json.dumps(key))

@@ -204,11 +204,9 @@ def editable(made):
     editable (pip install -e --no-build-isolation) into a venv."""
     tmp, path, project = made[0], made[1], made[2]
     project = ship.copy_project(project, tmp / "editable" / NAME)
-    # --without-pip: ensurepip would take ~5 s; the system's pip (seen through
-    # --system-site-packages) installs into the venv it is run from.
-    ship.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", tmp / "venv"], tmp,
-             ship.environ(path))
-    py = str(tmp / "venv" / "bin" / "python")
+    # --without-pip: ensurepip would take ~5 s; the outer pip (seen through
+    # the venv's view of this interpreter's packages) installs into the venv it is run from.
+    py = ship.venv_seeing_this_one(tmp / "venv", ship.environ(path))
     ship.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--no-index",
               "-C", f"CXX={ship.FAKE_CXX}", "-e", project], tmp, ship.environ(path))
     build = os.path.join(project, ship.BUILD)

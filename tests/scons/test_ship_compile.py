@@ -85,8 +85,7 @@ def editable(installed, tmp_path_factory):
     _, project, _, far = installed
     tmp = tmp_path_factory.mktemp("ship-editable")
     path = ship.this_checkout(tmp)
-    ship.run([sys.executable, "-m", "venv", "--system-site-packages", tmp / "venv"], tmp, ship.environ(path))
-    py = str(tmp / "venv" / "bin" / "python")
+    py = ship.venv_seeing_this_one(tmp / "venv", ship.environ(path), pip=True)
     proc = ship.run([py, "-m", "pip", "install", "-v", "--no-build-isolation", "--no-deps", "--no-index", "-e",
                      project], tmp, ship.environ(path))
     assert " -c " not in proc.stdout  # the wheel's objects: no compile

@@ -12,10 +12,8 @@ import sys
 
 import pytest
 
-import shutil
 
 from support import ship_helpers as ship
-from test_wheel import _checkout_files  # the working tree as a clone has it
 
 # The full tier (conftest.py): pip installs torch into two isolated environments (~15 s each).
 pytestmark = [pytest.mark.slow, pytest.mark.compile]
@@ -27,10 +25,7 @@ NAME = "iso_ops"
 def tool(tmp_path_factory):
     """(tmp, a folder holding a wheel of this checkout, the project)."""
     tmp = tmp_path_factory.mktemp("isolated")
-    src = tmp / "checkout"  # (scons_helpers.clone leaves out build*: build_meta.py)
-    for rel in _checkout_files():
-        os.makedirs(src / os.path.dirname(rel), exist_ok=True)
-        shutil.copy2(os.path.join(ship.REPO, rel), src / rel)
+    src = ship.copy_checkout(tmp / "checkout")
     wheels = str(tmp / "tool")
     ship.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", wheels, src],
              tmp, ship.environ(""))
@@ -85,9 +80,9 @@ def test_the_tools_wheel_carries_every_template(tool):
     """`python -m autograd_scons new` from an installed autograd-functions-scons:
     its templates are package data (setup.py), not packages."""
     [wheel] = [os.path.join(tool[1], n) for n in os.listdir(tool[1])]
-    templates = os.path.join(ship.REPO, "site_scons", "templates")
-    expected = sorted("autograd_scons/templates/" + os.path.relpath(os.path.join(d, n), templates)
+    templates = os.path.join(ship.REPO, "site_scons", "ship", "templates")
+    expected = sorted("autograd_scons/ship/templates/" + os.path.relpath(os.path.join(d, n), templates)
                       for d, _, names in os.walk(templates) for n in names if "__pycache__" not in d)
     names = ship.wheel_names(wheel)
-    assert [n for n in names if n.startswith("autograd_scons/templates/")] == expected
+    assert [n for n in names if n.startswith("autograd_scons/ship/templates/")] == expected
     assert "autograd_scons/__main__.py" in names and "autograd_scons/build_meta.py" in names

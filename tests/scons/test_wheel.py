@@ -24,6 +24,7 @@ import textwrap
 import pytest
 
 from support.scons_helpers import compiled, report, tree
+from support.ship_helpers import copy_checkout
 from test_scons_embedding import DERIVATIVES, NATIVE  # the same one-op host extension
 from support.spec_facts import REPO
 
@@ -69,26 +70,12 @@ def _run(cmd, cwd, check=True, **more_env):
     return proc
 
 
-def _checkout_files():
-    """The working tree as a fresh clone has it (tracked, and untracked not ignored)."""
-    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
-                         capture_output=True, text=True, check=True).stdout
-    return [p for p in out.split("\0") if p and (os.path.isfile(os.path.join(REPO, p))
-                                                  or os.path.islink(os.path.join(REPO, p)))]
-
-
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
     """(venv python, its site-packages, the folder, the source copy the wheel
     was built from), with the wheel and SCONS_MIN installed."""
     tmp = tmp_path_factory.mktemp("wheel")
-    src = tmp / "src"  # a copy: building in the checkout would leave build/ and egg-info behind
-    for rel in _checkout_files():
-        os.makedirs(src / os.path.dirname(rel), exist_ok=True)
-        if os.path.islink(os.path.join(REPO, rel)):   # site_scons/codegen: the generator inside the package
-            os.symlink(os.readlink(os.path.join(REPO, rel)), src / rel)
-        else:
-            shutil.copy2(os.path.join(REPO, rel), src / rel)
+    src = copy_checkout(tmp / "src")
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
           "-w", str(tmp / "dist"), str(src)], cwd=tmp)
     wheels = os.listdir(tmp / "dist")

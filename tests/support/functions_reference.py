@@ -188,10 +188,15 @@ def read_definitions(text: str, op: str) -> Definitions:
 # ------------------------------------------------------------------ ours
 
 
+def load_op_infos(native_functions, derivatives, tags=None) -> list:
+    """Every info that becomes a Function class, derived foreach ones included."""
+    from autograd_scons.codegen.units import load_units
+    return [u.subject for u in load_units(native_functions, derivatives, tags, kernels=False)]
+
+
 @functools.lru_cache(maxsize=None)
 def our_op_infos():
     """Our op infos for the real specs (loaded once per test session)."""
-    from autograd_scons.codegen.units import load_op_infos
     from support.torchgen_reference import real_spec_paths
     nf, tags, d = real_spec_paths()
     return tuple(load_op_infos(nf, d, tags))
@@ -199,5 +204,11 @@ def our_op_infos():
 
 @functools.lru_cache(maxsize=None)
 def our_files(opts) -> dict:
-    from autograd_scons.codegen.emit.functions import render_all
-    return render_all(list(our_op_infos()), opts)
+    """Every file the generator writes for the real specs' op infos."""
+    from autograd_scons.codegen.emit.functions import render_op, render_shared
+    infos = list(our_op_infos())
+    files: dict = {}
+    for info in infos:
+        files.update(render_op(info, opts))
+    files.update(render_shared([i.op for i in infos], opts))
+    return files

@@ -98,3 +98,39 @@ def new_wheel(tmp, name, pythonpath, *config, python=sys.executable):
     project = os.path.join(str(tmp), name)
     wheel, proc = pip_wheel(project, os.path.join(str(tmp), "dist"), pythonpath, *config, python=python)
     return project, wheel, proc.stdout + proc.stderr
+
+
+def checkout_files():
+    """The working tree as a fresh clone has it (tracked, and untracked not
+    ignored): files, and links (site_scons/codegen, the generator inside the
+    package)."""
+    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    return [p for p in out.split("\0") if p and (os.path.isfile(os.path.join(REPO, p))
+                                                  or os.path.islink(os.path.join(REPO, p)))]
+
+
+def copy_checkout(dst):
+    """A copy of the working tree as a clone has it (building in the checkout
+    would leave build/ and egg-info behind)."""
+    for rel in checkout_files():
+        os.makedirs(os.path.join(dst, os.path.dirname(rel)), exist_ok=True)
+        if os.path.islink(os.path.join(REPO, rel)):
+            os.symlink(os.readlink(os.path.join(REPO, rel)), os.path.join(dst, rel))
+        else:
+            shutil.copy2(os.path.join(REPO, rel), os.path.join(dst, rel))
+    return dst
+
+
+def venv_seeing_this_one(folder, env, pip=False):
+    """A venv at `folder` that also sees this interpreter's packages (torch):
+    --system-site-packages alone shows the base interpreter's, not those of
+    a venv the tests run in.  Returns its python."""
+    import site
+    cmd = [sys.executable, "-m", "venv", "--system-site-packages"] + ([] if pip else ["--without-pip"])
+    run(cmd + [folder], os.path.dirname(str(folder)), env)
+    py = os.path.join(str(folder), "bin", "python")
+    purelib = run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], "/", env).stdout.strip()
+    with open(os.path.join(purelib, "_outer_site.pth"), "w") as f:
+        f.write(f"import site; [site.addsitedir(p) for p in {site.getsitepackages()!r}]\n")
+    return py

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from dataclasses import dataclass
 
 import yaml
@@ -114,7 +113,7 @@ def _has_forward_formula(entry: dict) -> bool:
 def example_ops(folder: str) -> ExampleOps:
     """Natives from the yaml itself; Function names from our generator (their
     naming is checked against torchgen's on torch's specs elsewhere)."""
-    from autograd_scons.codegen.units import load_op_infos
+    from support.functions_reference import load_op_infos
     nf, d = os.path.join(folder, "native_functions.yaml"), os.path.join(folder, "derivatives.yaml")
     natives = tuple(sorted(_op(f["func"]) for f in _yaml(nf)))
     infos = load_op_infos(nf, d)
