@@ -131,7 +131,7 @@ def build_library(project=".", config_settings=None):
     data = project_config(project)
     build = build_dir(config_settings)
     version = check_torch(data, os.path.join(project, build))
-    from autograd_scons.buildenv.folder_lock import BuildLock
+    from autograd_scons.codegen.lock import BuildLock
     folder = os.path.join(os.path.abspath(project), build)  # named in a failure: absolute
     with BuildLock(folder, label="autograd_scons"):  # the lock an editable import's rebuild takes
         build_project(project, build, scons_args(config_settings), os.path.join(folder, "build.log"))

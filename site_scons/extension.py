@@ -113,15 +113,8 @@ def _record_inputs(env, library, files):
 def _write_if_changed(path, data):
     if S.GetOption("no_exec") or S.GetOption("clean"):
         return
+    from autograd_scons.codegen.writer import same_bytes, write_atomic
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
-    try:
-        with open(path) as f:
-            if f.read() == text:
-                return
-    except OSError:
-        pass
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    if not same_bytes(path, text.encode()):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(path, text.encode())

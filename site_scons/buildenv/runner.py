@@ -3,7 +3,7 @@ the machinery shared by `load()` (load.py) and the editable install's
 rebuild on import.
 
     from autograd_scons.buildenv import runner
-    from autograd_scons.buildenv.folder_lock import BuildLock
+    from autograd_scons.codegen.lock import BuildLock
     with BuildLock(folder, label="load(myops)") as lock:
         if not runner.up_to_date(stamp, key):       # stat (digest if moved) of every input
             runner.clear_stamp(stamp)

@@ -37,7 +37,7 @@ def _torch_dir():
     return list(spec.submodule_search_locations)[0]
 
 
-def torchtorch_stamp(root):
+def torch_stamp(root):
     """torch's folder and the stat of its version file and core libraries:
     what changes when torch is replaced (in load()'s and the editable
     install's up-to-date keys, and the facts' cache)."""

@@ -14,7 +14,7 @@ folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
 `build_directory=`).  In that folder: gen/ (generated C++), src<k>/ and
 gen/'s objects, obj/<name>.so (SCons's link), `<name>.so` (the library
 loaded: a finished link renamed into place), build.log, the lock and the
-stamp.  One lock (folder_lock.BuildLock) is held across the up-to-date
+stamp.  One lock (lock.BuildLock) is held across the up-to-date
 check, generation, compile, link and load; the stamp (runner.up_to_date)
 lets an unchanged load() in a fresh process skip SCons altogether.
 
@@ -38,7 +38,7 @@ import shutil
 from autograd_scons.buildenv import runner
 from autograd_scons.buildenv import torch_flags
 from autograd_scons.buildenv import unfinished_build
-from autograd_scons.buildenv.folder_lock import BuildLock, FolderError
+from autograd_scons.codegen.lock import BuildLock, FolderError
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
 
 SPEC = "load_spec.json"
@@ -272,7 +272,7 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     """Build (when needed) and load the extension `name`; return
     `torch.ops.<its op namespace>`.  Raises LoadError (bad arguments),
     runner.BuildError (a failed build: first error, log path),
-    folder_lock.LockTimeout, folder_lock.FolderError.
+    lock.LockTimeout, lock.FolderError.
 
     `pch`: the precompiled prelude (GCC's .gch).  "auto" (default) compiles
     a cold build's TUs against it only when enough of them take it for the

@@ -10,7 +10,7 @@ project's folder, build folder and SCons arguments.  `install` puts an
 the package from the project's folder, with the build folder's copy of the
 package (the library) also on its `__path__`.
 
-`rebuild` is the machinery `load()` uses (folder_lock, runner): the
+`rebuild` is the machinery `load()` uses (codegen.lock, runner): the
 stamp check first, which needs a stat per input and no SCons (a no-op
 import costs that: docs/shipping.md), then, under the build folder's OS
 lock, SCons.  A failed build raises ImportError with the first compiler
@@ -37,7 +37,7 @@ def rebuild(project, build, args, label):
         return False
     from autograd_scons.buildenv.runner import BuildError
     from autograd_scons.ship.project import build_project
-    from autograd_scons.buildenv.folder_lock import BuildLock
+    from autograd_scons.codegen.lock import BuildLock
     try:
         with BuildLock(folder, label=label):
             if runner.up_to_date(stamp, key):  # built meanwhile by whoever held the lock

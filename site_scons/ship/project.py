@@ -32,7 +32,7 @@ def build_project(project, build, args, log_path, quiet=False, label="autograd_s
     runner of every build started from Python), its log `log_path`; quiet,
     one progress line per stage instead of SCons's output.  Raises
     BuildError with the first compiler error on failure.  Called holding
-    the build folder's folder_lock.BuildLock.  Any build makes the editable
+    the build folder's lock.BuildLock.  Any build makes the editable
     stamp stale."""
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     try:

@@ -20,7 +20,7 @@ from support.load_helpers import FAKE_CXX, command, environ, example, run, stall
 from support.scons_helpers import clone, compiled, edit, scons
 from support.spec_facts import REPO
 
-from autograd_scons.buildenv import folder_lock
+from autograd_scons.codegen import lock
 from autograd_scons.buildenv import runner
 
 
@@ -221,7 +221,7 @@ def test_a_killed_builder_never_blocks_nor_poisons_the_next_load(ext, step):
 
 def test_the_timeout_names_the_folder_and_the_holder(ext):
     call, env = ext
-    with folder_lock.BuildLock(call["build_directory"], label="test"):
+    with lock.BuildLock(call["build_directory"], label="test"):
         proc = run(dict(call, timeout=0.5), env, check=False)
         by_variable = run(call, dict(env, AUTOGRAD_BUILD_TIMEOUT="0.3"), check=False)
     for p in (proc, by_variable):
