@@ -25,9 +25,9 @@ from .emit.options import EmitOptions, with_default_namespace
 from .errors import SpecError
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
-from .tree import MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, bucket_file, bucket_index
-from .unity_files import included, included_by_members, render_buckets, render_edit_tus
-from .unity_files import sources as layout_sources
+from .tree import (MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, TranslationUnit, TUKind, bucket_file, bucket_index,
+                   translation_unit)
+from .unity_files import included, included_by_members, render_buckets, render_edit_tus, translation_units
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
 from .native_cache import NativeCache
 from .reasons import Reason, Why
@@ -56,7 +56,7 @@ class Result:
     out_dir: str
     units: list[str]               # emission order
     kinds: dict                    # unit -> Kind
-    sources: list[str]             # relpaths to compile
+    tus: list[TranslationUnit]     # what to compile, in link order
     layout: Layout
     regenerated: list[str] = field(default_factory=list)   # units with a file rewritten
     removed: list[str] = field(default_factory=list)
@@ -69,6 +69,14 @@ class Result:
     # Python bindings (emit/python_bindings.py), known when the specs were parsed:
     bindings: dict = field(default_factory=dict)   # Function -> its binding TU
     bindings_rewritten: list[str] = field(default_factory=list)  # binding TUs whose bytes changed
+
+    @property
+    def sources(self) -> list[str]:
+        """The TUs' paths, relative to the output folder (the manifest's record)."""
+        return [t.path for t in self.tus]
+
+    def of_kind(self, *kinds: TUKind) -> list[TranslationUnit]:
+        return [t for t in self.tus if t.kind in kinds]
 
     @property
     def unchanged(self) -> int:
@@ -133,7 +141,8 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
             (old.inputs, old.generator, old.options.get("requested")) == (inputs, generator, requested):
         # The fast path: nothing to parse, nothing to write.
         return Result(out_dir, [k.name for k in old.units], {k.name: Kind(k.kind) for k in old.units},
-                      list(old.sources), old.layout, keys={k.name: k.key for k in old.units})
+                      [translation_unit(r) for r in old.sources], old.layout,
+                      keys={k.name: k.key for k in old.units})
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
     from .load_derivatives import gc_paused  # (the parser: the slow path only)
@@ -219,47 +228,73 @@ class _State:
 
     def render(self, units: list[Unit], keys: list[UnitKey], request: Request,
                render: Renderer) -> tuple[dict, dict, Result]:
-        """Render in memory first: an emission error must leave the tree as it was."""
-        old = self.old
-        reasons, files, owner, texts, changed = {}, {}, {}, {}, {}
+        """Render in memory first: an emission error must leave the tree as it
+        was.  The steps: the units that must be rendered, the layout, the
+        files every unit shares, the result."""
+        rendered = self._render_units(units, keys, request.opts)
+        bound = [u for u in units if u.kind is Kind.FUNCTION and u.bound] if request.opts.python else []
+        n_shards = len(python_bindings.sources(len(bound)))
+        p = self._plan_layout(units, request, rendered, others=request.others + n_shards)
+        rewritten = self._render_shared(units, request, render, rendered, p, bound)
+        names = [u.name for u in units]
+        tus = translation_units(units, p.layout) + \
+            [TranslationUnit(rel, TUKind.BINDING) for rel in python_bindings.sources(len(bound))]
+        result = Result(self.out_dir, names, {k.name: Kind(k.kind) for k in keys}, tus, p.layout,
+                        removed=rendered.removed, reasons=rendered.reasons, keys={k.name: k.key for k in keys},
+                        parsed=True, warning=self.warning, dry_run=request.dry_run,
+                        bindings={u.name: python_bindings.shard_file(python_bindings.shard_of(u.name, n_shards))
+                                  for u in bound},
+                        bindings_rewritten=rewritten)
+        result.regenerated = [n for n in names if n in rendered.changed]
+        return rendered.files, rendered.owner, result
+
+    def _render_units(self, units: list[Unit], keys: list[UnitKey], opts: EmitOptions) -> "_Rendered":
+        """Each unit whose outputs are not up to date, rendered; the files
+        whose bytes differ from what is on disk; who owns every file."""
+        r = _Rendered()
         for u, k in zip(units, keys):
             why = self.why(k)
             if why is None:  # up to date: keep what the manifest says it owns
-                owner.update((rel, k.name) for rel in self.old_owned.get(k.name, ()))
+                r.owner.update((rel, k.name) for rel in self.old_owned.get(k.name, ()))
                 continue
-            reasons[k.name] = why
-            texts[k.name] = u.render(request.opts)
-            for rel, text in texts[k.name].items():
-                owner[rel] = k.name
+            r.reasons[k.name] = why
+            r.texts[k.name] = u.render(opts)
+            for rel, text in r.texts[k.name].items():
+                r.owner[rel] = k.name
                 if not same_bytes(os.path.join(self.out_dir, rel), text.encode()):
-                    files[rel] = text  # only what differs is written, and counts as an edit
-                    changed.setdefault(k.name, set()).add(rel)
-        names = [u.name for u in units]
-        live = set(names)
-        removed = [n for n in self.old_keys if n not in live]
-        reasons.update((n, Why(Reason.REMOVED)) for n in removed)
+                    r.files[rel] = text  # only what differs is written, and counts as an edit
+                    r.changed.setdefault(k.name, set()).add(rel)
+        live = {u.name for u in units}
+        r.removed = [n for n in self.old_keys if n not in live]
+        r.reasons.update((n, Why(Reason.REMOVED)) for n in r.removed)
+        return r
+
+    def _plan_layout(self, units: list[Unit], request: Request, r: "_Rendered", others: int):
+        """The compile layout (layout.plan), from the edits this run found."""
+        old = self.old
         trusted = old is not None and (old.generator, old.options) == (self.generator, self.options)
-        edited = [n for n, why in reasons.items() if why.reason.is_edit and n in changed]
+        edited = [n for n, why in r.reasons.items() if why.reason.is_edit and n in r.changed]
         # Shadowing a unit keeps its old text in its bucket, which SCons
         # recompiles if a header that text includes changes: so only units
         # whose .cpp alone changed and whose generated headers did not; and
         # a bucket whose old text includes a changed header is rewritten.
-        headers = {rel for rel in files if rel.endswith(".h")}
-        keep = [u.name for u in units if request.override and changed.get(u.name) == {u.source}
-                and not included(u.source, texts[u.name][u.source]) & headers]
-        damaged = {bucket_index(r) for r in self.dirty} - {None}
+        headers = {rel for rel in r.files if rel.endswith(".h")}
+        keep = [u.name for u in units if request.override and r.changed.get(u.name) == {u.source}
+                and not included(u.source, r.texts[u.name][u.source]) & headers]
+        damaged = {bucket_index(rel) for rel in self.dirty} - {None}
         if headers and trusted and old.layout.shadowed:
             damaged |= self.stale_buckets(units, headers)
-        bound = [u for u in units if u.kind is Kind.FUNCTION and u.bound] if request.opts.python else []
-        n_shards = len(python_bindings.sources(len(bound)))
-        p = plan(request.unity, names, request.jobs, old.layout if trusted else None,
-                 self.old_keys, edited, keep=keep, damaged=damaged, others=request.others + n_shards)
-        layout = p.layout
+        return plan(request.unity, [u.name for u in units], request.jobs, old.layout if trusted else None,
+                    self.old_keys, edited, keep=keep, damaged=damaged, others=others)
 
+    def _render_shared(self, units: list[Unit], request: Request, render: Renderer, r: "_Rendered",
+                       p, bound: list[Unit]) -> list[str]:
+        """The files every unit shares (headers, bindings, buckets, edit TUs)
+        added to `r`; returns the binding TUs whose bytes changed."""
         def text_of(u: Unit) -> str:
-            if u.name not in texts:
-                texts[u.name] = u.render(request.opts)
-            return texts[u.name][u.source]
+            if u.name not in r.texts:
+                r.texts[u.name] = u.render(request.opts)
+            return r.texts[u.name][u.source]
 
         shared = render.shared([u.name for u in units if u.kind is Kind.FUNCTION], request.opts)
         # Bindings are rendered from every bound Function's saved values each
@@ -268,18 +303,21 @@ class _State:
         rewritten = sorted(rel for rel, text in bindings.items() if rel.endswith(".cpp")
                            and not same_bytes(os.path.join(self.out_dir, rel), text.encode()))
         shared.update(bindings)
-        shared.update(render_buckets(units, layout, p.rewrite, text_of))
-        shared.update(render_edit_tus(units, layout))
+        shared.update(render_buckets(units, p.layout, p.rewrite, text_of))
+        shared.update(render_edit_tus(units, p.layout))
         for rel, text in shared.items():
-            files[rel], owner[rel] = text, ""
-        for i in set(range(layout.buckets)) - p.rewrite:  # kept as they are, old text and all
-            owner[bucket_file(i)] = ""
-        result = Result(self.out_dir, names, {k.name: Kind(k.kind) for k in keys},
-                        layout_sources(units, layout) + python_bindings.sources(len(bound)), layout,
-                        removed=removed, reasons=reasons, keys={k.name: k.key for k in keys}, parsed=True,
-                        warning=self.warning, dry_run=request.dry_run,
-                        bindings={u.name: python_bindings.shard_file(python_bindings.shard_of(u.name, n_shards))
-                                  for u in bound},
-                        bindings_rewritten=rewritten)
-        result.regenerated = [n for n in names if n in changed]
-        return files, owner, result
+            r.files[rel], r.owner[rel] = text, ""
+        for i in set(range(p.layout.buckets)) - p.rewrite:  # kept as they are, old text and all
+            r.owner[bucket_file(i)] = ""
+        return rewritten
+
+
+@dataclass
+class _Rendered:
+    """What _State.render's steps hand each other."""
+    reasons: dict = field(default_factory=dict)   # unit -> Why
+    files: dict = field(default_factory=dict)     # relpath -> text to write (its bytes differ)
+    owner: dict = field(default_factory=dict)     # relpath -> unit ("" for shared files)
+    texts: dict = field(default_factory=dict)     # unit -> its rendered {relpath: text}
+    changed: dict = field(default_factory=dict)   # unit -> its relpaths whose bytes differ
+    removed: list = field(default_factory=list)

@@ -6,7 +6,7 @@ import difflib
 
 from .incremental import Result
 from .layout import Layout, bucket_of, slot_of
-from .tree import PYTHON, bucket_file, edit_file, is_edit_file
+from .tree import TUKind, bucket_file, edit_file
 from .units import Kind
 
 
@@ -44,7 +44,7 @@ def layout_line(result: Result) -> str:
         return f"compiled as {_count(len(result.units), 'TU')}, one per unit (unity=0)" + bindings_part(result)
     line = f"compiled as {_count(lay.buckets, 'buckets' if lay.buckets != 1 else 'bucket')}"
     if lay.alone:
-        tus = len([s for s in result.sources if is_edit_file(s)])
+        tus = len(result.of_kind(TUKind.EDIT))
         shown = ", ".join(lay.alone[:3]) + (", ..." if len(lay.alone) > 3 else "")
         line += (f" + {_count(len(lay.alone), 'units' if len(lay.alone) != 1 else 'unit')} in "
                  f"{_count(tus, 'edit TUs' if tus != 1 else 'edit TU')} ({shown})")
@@ -55,7 +55,7 @@ def layout_line(result: Result) -> str:
 
 def bindings_part(result: Result) -> str:
     """', Python bindings in N TUs (k rewritten)', or '' when there are none."""
-    n = len([s for s in result.sources if s.startswith(PYTHON + "/")])
+    n = len(result.of_kind(TUKind.BINDING))
     if not n:
         return ""
     line = f", Python bindings in {_count(n, 'TUs' if n != 1 else 'TU')}"

@@ -18,7 +18,9 @@ manifest does not list is reported (foreign), never deleted.
 
 from __future__ import annotations
 
+import enum
 import re
+from dataclasses import dataclass
 from typing import Optional
 
 import xxhash
@@ -82,6 +84,35 @@ def shard_file(k: int) -> str:
 
 def is_edit_file(rel: str) -> bool:
     return rel.startswith(f"{UNITY}/edited_")
+
+
+class TUKind(enum.Enum):
+    """What a generated translation unit compiles (docs/compile-layout.md)."""
+    BUCKET = "bucket"      # a unity bucket: its members' text
+    EDIT = "edit"          # an edit TU: units being worked on, out of their buckets
+    UNIT = "unit"          # one unit's own TU (unity=0)
+    BINDING = "binding"    # a shard of the Functions' Python bindings
+    SUPPORT = "support"    # what the shared headers declare, compiled once (unity=0)
+
+
+@dataclass(frozen=True)
+class TranslationUnit:
+    path: str              # relative to the output folder
+    kind: TUKind
+
+
+def translation_unit(rel: str) -> TranslationUnit:
+    """A generated TU's kind, from the names this module gives them (a
+    manifest records the paths alone)."""
+    if is_edit_file(rel):
+        return TranslationUnit(rel, TUKind.EDIT)
+    if bucket_index(rel) is not None:
+        return TranslationUnit(rel, TUKind.BUCKET)
+    if rel.startswith(f"{PYTHON}/"):
+        return TranslationUnit(rel, TUKind.BINDING)
+    if rel == SUPPORT_CPP:
+        return TranslationUnit(rel, TUKind.SUPPORT)
+    return TranslationUnit(rel, TUKind.UNIT)
 
 
 def bucket_index(rel: str) -> Optional[int]:

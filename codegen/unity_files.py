@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Sequence
 
 from .layout import Layout, slot_of
 from .templates import load
-from .tree import BANNER, SUPPORT_CPP as SUPPORT, UNITY, bucket_file, edit_file, include
+from .tree import BANNER, SUPPORT_CPP as SUPPORT, UNITY, TranslationUnit, TUKind, bucket_file, edit_file, include
 from .units import Unit
 
 _BUCKET = load("unity_bucket.cpp")
@@ -92,14 +92,14 @@ def render_edit_tus(units: Sequence[Unit], layout: Layout) -> dict[str, str]:
     return files
 
 
-def sources(units: Sequence[Unit], layout: Layout) -> list[str]:
+def translation_units(units: Sequence[Unit], layout: Layout) -> list[TranslationUnit]:
     """What to compile, relative to the output folder, in link order: the
     edit TUs first (where a shadowed unit is defined twice, the linker
     takes the first definition), then the buckets; with unity=0, every
     unit's own TU in emission order, then the support TU (emit/support.py)."""
     if layout.buckets == 0:
-        return [u.source for u in units] + [SUPPORT]
+        return [TranslationUnit(u.source, TUKind.UNIT) for u in units] + \
+            [TranslationUnit(SUPPORT, TUKind.SUPPORT)]
     slots = sorted({slot_of(u.name, layout.slots) for u in units if u.name in layout.alone})
-    return [edit_file(j) for j in slots] + [bucket_file(i) for i in range(layout.buckets)]
-
-
+    return [TranslationUnit(edit_file(j), TUKind.EDIT) for j in slots] + \
+        [TranslationUnit(bucket_file(i), TUKind.BUCKET) for i in range(layout.buckets)]

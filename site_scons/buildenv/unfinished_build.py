@@ -151,9 +151,15 @@ def distrust(db_path: str) -> None:
 
 
 def begin(db_path: str, top: str, folder: str, say=print) -> None:
-    """Recover from an unfinished build of this database, then mark this one
-    as unfinished until SCons has saved the database."""
+    """Under the build folder's lock (held until exit: two builds of one
+    folder never interleave), recover from an unfinished build of this
+    database, then mark this one as unfinished until SCons has saved it."""
     import SCons.SConsign
+
+    from autograd_scons.codegen.lock import lock_folder
+    # Another build of this folder may be running (its mark is not a dead
+    # build's): wait for it, holding the folder until this process exits.
+    lock_folder(folder, say=lambda m: say(f"scons: {m}"))
     mark = db_path + MARK_SUFFIX
     if os.path.lexists(mark):
         removed = recover(db_path, top, folder)

@@ -64,7 +64,7 @@ from autograd_scons.codegen.errors import SpecError, os_error_line
 from autograd_scons.codegen.layout import AUTO, parse_unity, prelude_pays
 from autograd_scons.codegen.lock import lock_folder, remove_made_folder
 from autograd_scons.codegen.manifest import read_manifest
-from autograd_scons.codegen.tree import MANIFEST, OWNED_FOLDERS, is_edit_file
+from autograd_scons.codegen.tree import MANIFEST, OWNED_FOLDERS, TUKind
 
 
 def _fail(message):
@@ -85,26 +85,24 @@ def _no_duplicate(node):
     return node
 
 
-def _is_edit_tu(out, node):
-    return is_edit_file(os.path.relpath(node.abspath, out.abspath).replace(os.sep, "/"))
-
-
-def _use_pch(pch, out, nodes, others=0):
+def _use_pch(pch, result, others=0):
     """`pch=` as a bool for the TUs a cold build compiles: "auto" asks the
     layout (prelude_pays) about the generated TUs other than the edit TUs,
     plus the `others` sources."""
     if pch != AUTO:
         return bool(pch)
-    return prelude_pays(len([n for n in nodes if not _is_edit_tu(out, n)]) + others)
+    tus = result.tus if result is not None else []
+    return prelude_pays(len([t for t in tus if t.kind is not TUKind.EDIT]) + others)
 
 
-def _edit_objects(env, out, nodes):
+def _edit_objects(env, out, nodes, result):
     """{edit TU: its object against the precompiled prelude}: under
     pch="auto" the edit TUs take the prelude even where the cold build's TUs
     do not.  Each formula edit then costs one TU against it; the first pays
     the precompile, which a build without edits never does.  Which TUs take
     it depends on their kind alone, never on the build's history."""
-    edits = [n for n in nodes if _is_edit_tu(out, n)]
+    tus = result.tus if result is not None else []
+    edits = [n for n, t in zip(nodes, tus) if t.kind is TUKind.EDIT]
     return dict(zip(edits, pch_objects(env, out, edits, _no_duplicate))) if edits else {}
 
 
@@ -116,8 +114,8 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
     nodes, result, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                                  includes, kernels, python, others=len(pch_sources))
     out = _no_duplicate(env.Dir(outdir))
-    if not _use_pch(pch, out, nodes, others=len(pch_sources)):
-        with_prelude = _edit_objects(env, out, nodes) if pch == AUTO else {}
+    if not _use_pch(pch, result, others=len(pch_sources)):
+        with_prelude = _edit_objects(env, out, nodes, result) if pch == AUTO else {}
         nodes = [with_prelude.get(n, n) for n in nodes]
         return override.overridden(env, out, result, nodes, _no_duplicate) + list(pch_sources)
     # `pch_sources`: your own C++ (e.g. hand-written kernels including ATen)
@@ -188,10 +186,10 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
     return nodes, result, report.REPORT.add(out, result) if result is not None else None
 
 
-def _plain_objects(env, out, nodes, auto):
+def _plain_objects(env, out, nodes, result, auto):
     """The objects of `nodes` without the precompiled prelude; under
     pch="auto", the edit TUs' with it (_edit_objects)."""
-    with_prelude = _edit_objects(env, out, nodes) if auto else {}
+    with_prelude = _edit_objects(env, out, nodes, result) if auto else {}
     return SCons.Util.NodeList([with_prelude.get(n) or env.SharedObject(n)[0] for n in nodes])
 
 
@@ -206,7 +204,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     nodes, result, record = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                                       includes, kernels, python)
     out = _no_duplicate(env.Dir(outdir))
-    auto, pch = pch == AUTO, _use_pch(pch, out, nodes)
+    auto, pch = pch == AUTO, _use_pch(pch, result)
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
     stamp_path = lib_file.abspath + stamp.SUFFIX
@@ -223,7 +221,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
             return SCons.Util.NodeList([lib_file])
     objects = override.overridden(env, out, result,
                                            pch_objects(env, out, nodes, _no_duplicate) if pch
-                                           else _plain_objects(env, out, nodes, auto),
+                                           else _plain_objects(env, out, nodes, result, auto),
                                            _no_duplicate)
     lib = env.SharedLibrary(target, objects)
     env.Clean(lib, env.File(stamp_path))

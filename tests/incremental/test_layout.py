@@ -7,7 +7,8 @@ from autograd_scons.codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TU
                             parse_unity, plan, prelude_pays, slot_of)
 from autograd_scons.codegen.report import where
 from autograd_scons.codegen.units import Kind, Unit
-from autograd_scons.codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, sources
+from autograd_scons.codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, translation_units
+from autograd_scons.codegen.tree import TUKind
 
 NAMES = [f"Op{i}Backward0" for i in range(40)]
 
@@ -173,11 +174,15 @@ def test_buckets_hold_text_and_edit_tus_include():
     assert edits == {"unity/edited_0.cpp": edits["unity/edited_0.cpp"]}
     assert '#include "../functions/Op1Backward0.cpp"' in edits["unity/edited_0.cpp"]
     # Edit TUs first: the linker takes their definitions.
-    assert sources(units, lay) == ["unity/edited_0.cpp", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+    tus = translation_units(units, lay)
+    assert [t.path for t in tus] == ["unity/edited_0.cpp", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
+    assert [t.kind for t in tus] == [TUKind.EDIT, TUKind.BUCKET, TUKind.BUCKET]
     # The support TU (emit/support.py): in the first bucket, or a TU of its own.
     assert files["unity/bucket_0.cpp"].count('#include "../support.cpp"') == 1
     assert "support.cpp" not in files["unity/bucket_1.cpp"]
-    assert sources(units, Layout(0, 0)) == [u.source for u in units] + ["support.cpp"]
+    tus = translation_units(units, Layout(0, 0))
+    assert [t.path for t in tus] == [u.source for u in units] + ["support.cpp"]
+    assert [t.kind for t in tus] == [TUKind.UNIT] * len(units) + [TUKind.SUPPORT]
 
 
 def test_inline_respells_only_quoted_includes():
