@@ -44,14 +44,39 @@ def _load_toml(path):
 
 
 def project_config(project="."):
-    """pyproject.toml's table, checked for what the backend needs."""
+    """pyproject.toml's table, checked for what the backend needs before
+    any hook writes anything: `name` and `version` make the file and folder
+    names the hooks write (and the sdist's members), so a name that is not
+    PEP 508's or a version that is not PEP 440's is refused, never escaped.
+    The version is replaced by its canonical spelling, which the file
+    names and the metadata then share."""
     path = os.path.join(project, "pyproject.toml")
     data = _load_toml(path)
     meta = data.get("project") or {}
     for key in ("name", "version"):
         if not isinstance(meta.get(key), str):
             raise BuildError(f"{path}: [project] needs a static `{key}` string")
+    if not wheel_files.valid_name(meta["name"]):
+        raise BuildError(f"{path}: [project] name {meta['name']!r} is not a distribution name (PEP 508: ASCII "
+                         "letters and digits, with . _ - between them)")
+    version = wheel_files.canonical_version(meta["version"])
+    if version is None:
+        import importlib.util
+        how = "" if importlib.util.find_spec("packaging") else \
+            " (without the `packaging` module here, only PEP 440's canonical spelling, such as 1.0.0b1)"
+        raise BuildError(f"{path}: [project] version {meta['version']!r} is not a PEP 440 version{how}")
+    meta["version"] = version
+    # one line each in METADATA / PKG-INFO: a line break would start another field
+    for key in ("description", "requires-python"):
+        if key in meta and not _one_line(meta[key]):
+            raise BuildError(f"{path}: [project] {key} must be one line of text")
+    if not isinstance(meta.get("dependencies", []), list) or not all(map(_one_line, meta.get("dependencies", []))):
+        raise BuildError(f"{path}: [project] dependencies must be a list of one-line strings")
     return data
+
+
+def _one_line(value):
+    return isinstance(value, str) and "\n" not in value and "\r" not in value
 
 
 def _build_pin(data):
@@ -182,6 +207,8 @@ def build_library(project=".", config_settings=None):
 
 
 def _dist(data):
+    """NAME-VERSION of the wheel, the dist-info folder and the sdist: the
+    name normalized, the version canonical (project_config)."""
     meta = data["project"]
     return f"{wheel_files.normalized(meta['name'])}-{meta['version']}"
 

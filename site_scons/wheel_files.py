@@ -16,9 +16,44 @@ import zipfile
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
+# PEP 508's distribution name, with both cases spelled out: under
+# re.IGNORECASE, [A-Z] would also take four non-ASCII letters (the Kelvin
+# sign among them).
+_NAME = re.compile(r"[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]")
+# PEP 440's canonical form (what packaging's str(Version(...)) gives): no
+# separator a file name could misread, no leading zeros, lower case.
+_NUMBER = r"(?:0|[1-9][0-9]*)"
+_CANONICAL_VERSION = re.compile(
+    rf"(?:[1-9][0-9]*!)?{_NUMBER}(?:\.{_NUMBER})*(?:(?:a|b|rc){_NUMBER})?(?:\.post{_NUMBER})?(?:\.dev{_NUMBER})?"
+    rf"(?:\+(?:{_NUMBER}|[a-z0-9]*[a-z][a-z0-9]*)(?:\.(?:{_NUMBER}|[a-z0-9]*[a-z][a-z0-9]*))*)?")
+
+
+def valid_name(name):
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
+
+def canonical_version(version):
+    """PEP 440's canonical spelling of `version`, or None when it is not a
+    version.  With `packaging`, any PEP 440 spelling is taken and
+    normalized ("1.0-beta1" -> "1.0b1"); without it, only the canonical
+    form itself (a check that needs no third-party module)."""
+    if not isinstance(version, str):
+        return None
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:
+        canonical = version
+    else:
+        try:
+            canonical = str(Version(version))
+        except InvalidVersion:
+            return None
+    return canonical if _CANONICAL_VERSION.fullmatch(canonical) else None
+
 
 def normalized(name):
-    """A distribution name as wheel and sdist file names spell it."""
+    """A distribution name as wheel and sdist file names spell it (the
+    binary distribution format's escaping: runs of -_. become _)."""
     return re.sub(r"[-_.]+", "_", name).lower()
 
 

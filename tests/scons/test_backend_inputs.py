@@ -1,0 +1,133 @@
+"""What a project hands the build backend in pyproject.toml (its name, version
+and metadata): each is checked before anything is written, and none of it
+can make the backend write outside the folders pip gives it.
+
+- a hostile `[project] name` or `version`, or a metadata field with a line
+  break, is one line naming pyproject.toml and the field, from every hook,
+  and nothing appears anywhere (not in the output folder, not beside it);
+  without `packaging`, only PEP 440's canonical spelling is a version;
+- the names of the dist-info folder and the sdist come from the normalized
+  name and the canonical version.
+
+Fast: the hooks refuse before any build, so no compiler runs; each case is
+one short subprocess, with this checkout's autograd_scons first on its path.
+"""
+
+import json
+import os
+import sys
+import tarfile
+
+import pytest
+
+from support import ship_helpers as ship
+
+HOOK = "import sys; from autograd_scons import build_meta; print(getattr(build_meta, sys.argv[1])(sys.argv[2]))"
+# The same, with `packaging` unimportable: the backend's own PEP 440 check.
+HOOK_NO_PACKAGING = "import sys; sys.modules['packaging'] = None; " + HOOK
+
+
+def _tree(root):
+    """Every path under `root` (files, folders, links), relative, sorted."""
+    found = []
+    for folder, subdirs, names in os.walk(root):
+        found += [os.path.relpath(os.path.join(folder, n), root) for n in subdirs + names]
+    return sorted(found)
+
+
+def _project(root, name="demo_ops", version="0.1.0", more=""):
+    """A tiny project at root/project: pyproject.toml (`more`: more lines
+    of its [project]) and one source file.  (A JSON string is a TOML basic
+    string: the values go in verbatim.)"""
+    project = os.path.join(root, "project")
+    os.makedirs(os.path.join(project, "csrc"))
+    with open(os.path.join(project, "pyproject.toml"), "w") as f:
+        f.write('[build-system]\nrequires = []\nbuild-backend = "autograd_scons.build_meta"\n\n'
+                f"[project]\nname = {json.dumps(name)}\nversion = {json.dumps(version)}\n{more}")
+    with open(os.path.join(project, "csrc", "kernels.cpp"), "w") as f:
+        f.write("// kernels\n")
+    return project
+
+
+def _hook(project, hook, out, pythonpath, code=HOOK):
+    os.makedirs(out, exist_ok=True)
+    return ship.run([sys.executable, "-c", code, hook, out], project, ship.environ(pythonpath), check=False)
+
+
+def _one_line_error(proc):
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and line.startswith("autograd_scons: error: "), proc.stderr
+    return line
+
+
+@pytest.fixture(scope="module")
+def pythonpath(tmp_path_factory):
+    return ship.this_checkout(tmp_path_factory.mktemp("pythonpath"))
+
+
+HOOKS = ["build_sdist", "prepare_metadata_for_build_wheel", "build_wheel", "build_editable"]
+# /proc/self/cwd: an absolute path that the file-name escaping leaves as it
+# is, and that lands in the hook's working folder (the project), not in /.
+HOSTILE = [("name", "/proc/self/cwd/escaped"), ("name", "../../escaped"), ("name", "ok\n"),
+           ("name", "\u212aelvin"),  # the Kelvin sign: [A-Z] with IGNORECASE would take it
+           ("version", "0/../../X"), ("version", "/proc/self/cwd/v")]
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+@pytest.mark.parametrize("field,value", HOSTILE)
+def test_a_hostile_name_or_version_is_one_line_and_writes_nothing_anywhere(tmp_path, pythonpath, hook, field,
+                                                                           value):
+    root = tmp_path / "world"
+    project = _project(str(root), **{field: value})
+    before = _tree(tmp_path)
+    proc = _hook(project, hook, str(root / "out"), pythonpath)
+    line = _one_line_error(proc)
+    assert "pyproject.toml" in line and f"[project] {field}" in line, line
+    assert _tree(tmp_path) == sorted(before + ["world/out"])  # out/ itself the test made, and it is empty
+
+
+@pytest.mark.parametrize("more", ['description = "ok\\nRequires-Dist: evil"\n',
+                                  'dependencies = ["numpy\\nRequires-Dist: evil"]\n'])
+def test_a_metadata_field_with_a_line_break_is_one_line_and_writes_nothing(tmp_path, pythonpath, more):
+    # each is a line of METADATA / PKG-INFO: a line break would add a field
+    project = _project(str(tmp_path), more=more)
+    for hook in ("prepare_metadata_for_build_wheel", "build_sdist"):
+        proc = _hook(project, hook, str(tmp_path / "out"), pythonpath)
+        assert "[project] " + more.split(" ")[0] in _one_line_error(proc)
+        assert os.listdir(tmp_path / "out") == []
+
+
+def test_without_packaging_the_version_must_be_pep_440_canonical(tmp_path, pythonpath):
+    for n, (version, ok) in enumerate([("1.0.0b1", True), ("2!1.0.post3.dev0+local.7", True), ("1.0.0-beta1", False),
+                                       ("0/../../X", False), ("1.0\n", False), ("1.0 ", False)]):
+        project = _project(str(tmp_path / str(n)), version=version)
+        out = str(tmp_path / str(n) / "out")
+        proc = _hook(project, "build_sdist", out, pythonpath, code=HOOK_NO_PACKAGING)
+        if ok:
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout.strip() == f"demo_ops-{version}.tar.gz"
+        else:
+            assert "[project] version" in _one_line_error(proc), version
+            assert os.listdir(out) == [], version
+
+
+def test_dist_info_and_sdist_names_are_the_normalized_name_and_version(tmp_path, pythonpath):
+    pytest.importorskip("packaging")  # the backend normalizes a version with it when it is there
+    project = _project(str(tmp_path), name="My.Odd-_-Name", version="1.0.0-Beta1")
+    out = str(tmp_path / "out")
+    proc = _hook(project, "prepare_metadata_for_build_wheel", out, pythonpath)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "my_odd_name-1.0.0b1.dist-info"
+    with open(os.path.join(out, "my_odd_name-1.0.0b1.dist-info", "METADATA")) as f:
+        metadata = f.read().splitlines()
+    assert "Name: My.Odd-_-Name" in metadata and "Version: 1.0.0b1" in metadata
+    proc = _hook(project, "build_sdist", out, pythonpath)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "my_odd_name-1.0.0b1.tar.gz"
+    with tarfile.open(os.path.join(out, "my_odd_name-1.0.0b1.tar.gz")) as tar:
+        names = tar.getnames()
+    assert sorted(names) == ["my_odd_name-1.0.0b1/PKG-INFO", "my_odd_name-1.0.0b1/csrc/kernels.cpp",
+                             "my_odd_name-1.0.0b1/pyproject.toml"]
+    assert sorted(os.listdir(out)) == ["my_odd_name-1.0.0b1.dist-info", "my_odd_name-1.0.0b1.tar.gz"]
