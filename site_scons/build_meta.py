@@ -15,6 +15,11 @@ links torch's C++ API, whose ABI changes between minors) and is tagged for
 the interpreter (`cp311-cp311-linux_x86_64`): the library links
 libtorch_python and Python's C API.  With `PYTHON=0` the library uses
 neither, so the tag is `py3-none-<platform>`.
+
+Every hook writes only inside the folder pip gives it: pyproject.toml's
+name and version are checked (PEP 508, PEP 440) before anything is
+written, and the sdist packs the project's own files only (docs/shipping.md,
+"What the backend takes from the project").
 """
 
 import os
@@ -295,5 +300,8 @@ def build_sdist(sdist_directory, config_settings=None):
     root = _dist(data)
     name = f"{root}.tar.gz"
     pkg_info = wheel_files.metadata_text(data["project"], data["project"].get("dependencies") or [])
-    wheel_files.write_sdist(os.path.join(sdist_directory, name), root, wheel_files.project_files("."), pkg_info)
+    try:
+        wheel_files.write_sdist(os.path.join(sdist_directory, name), root, wheel_files.project_files("."), pkg_info)
+    except wheel_files.UnsafePath as e:
+        raise BuildError(str(e)) from None
     return name

@@ -1,18 +1,24 @@
-"""What a project hands the build backend in pyproject.toml (its name, version
-and metadata): each is checked before anything is written, and none of it
-can make the backend write outside the folders pip gives it.
+"""What a project hands the build backend (pyproject.toml's name, version and
+metadata, its files): each is checked before anything is written, and none
+of it can make the backend write outside the folders pip gives it, or pack
+a file from outside the project.
 
 - a hostile `[project] name` or `version`, or a metadata field with a line
   break, is one line naming pyproject.toml and the field, from every hook,
   and nothing appears anywhere (not in the output folder, not beside it);
   without `packaging`, only PEP 440's canonical spelling is a version;
 - the names of the dist-info folder and the sdist come from the normalized
-  name and the canonical version.
+  name and the canonical version;
+- an sdist's members are relative paths under NAME-VERSION/, and the
+  archive writer refuses any other; a symlink in the project pointing
+  outside it is refused in one line naming it; one pointing inside is
+  packed as its content.
 
 Fast: the hooks refuse before any build, so no compiler runs; each case is
 one short subprocess, with this checkout's autograd_scons first on its path.
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -131,3 +137,43 @@ def test_dist_info_and_sdist_names_are_the_normalized_name_and_version(tmp_path,
     assert sorted(names) == ["my_odd_name-1.0.0b1/PKG-INFO", "my_odd_name-1.0.0b1/csrc/kernels.cpp",
                              "my_odd_name-1.0.0b1/pyproject.toml"]
     assert sorted(os.listdir(out)) == ["my_odd_name-1.0.0b1.dist-info", "my_odd_name-1.0.0b1.tar.gz"]
+
+
+@pytest.mark.parametrize("root,rel", [("../x-1", "a.txt"), ("/abs/x-1", "a.txt"), ("x-1", "../../a.txt"),
+                                      ("x-1", "/etc/a.txt"), ("x-1", "csrc/../../a.txt"), ("x-1", "./a.txt")])
+def test_the_sdist_writer_refuses_a_member_outside_its_root(tmp_path, root, rel):
+    # this checkout's wheel_files (it imports only the standard library)
+    spec = importlib.util.spec_from_file_location("wheel_files", os.path.join(ship.REPO, "site_scons",
+                                                                              "wheel_files.py"))
+    wheel_files = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wheel_files)
+    disk = tmp_path / "a.txt"
+    disk.write_text("a\n")
+    with pytest.raises(ValueError):
+        wheel_files.write_sdist(str(tmp_path / "out.tar.gz"), root, [(rel, str(disk))], "Name: x\n")
+    assert sorted(os.listdir(tmp_path)) == ["a.txt"]
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_a_symlink_out_of_the_project_is_refused_one_inside_is_packed_as_its_content(tmp_path, pythonpath,
+                                                                                     kind):
+    project = _project(str(tmp_path))
+    secret = tmp_path / ("secret.txt" if kind == "file" else "secrets")
+    if kind == "file":
+        secret.write_text("not for the sdist\n")
+    else:
+        secret.mkdir()
+        (secret / "key.txt").write_text("not for the sdist\n")
+    os.symlink(os.path.join("..", "..", secret.name), os.path.join(project, "csrc", "leak"))
+    os.symlink("kernels.cpp", os.path.join(project, "csrc", "alias.cpp"))
+    out = str(tmp_path / "out")
+    proc = _hook(project, "build_sdist", out, pythonpath)
+    line = _one_line_error(proc)
+    assert "csrc/leak" in line and "outside the project" in line, line
+    assert os.listdir(out) == []
+    os.unlink(os.path.join(project, "csrc", "leak"))
+    proc = _hook(project, "build_sdist", out, pythonpath)
+    assert proc.returncode == 0, proc.stderr
+    with tarfile.open(os.path.join(out, proc.stdout.strip())) as tar:
+        alias = tar.getmember("demo_ops-0.1.0/csrc/alias.cpp")
+        assert alias.isfile() and tar.extractfile(alias).read() == b"// kernels\n"
