@@ -1,7 +1,7 @@
 """What a project hands the build backend (pyproject.toml's name, version and
-metadata, its files): each is checked before anything is written, and none
-of it can make the backend write outside the folders pip gives it, or pack
-a file from outside the project.
+metadata, its files, its folder's path): each is checked before anything is
+written, and none of it can make the backend write outside the folders pip
+gives it, pack a file from outside the project, or run code.
 
 - a hostile `[project] name` or `version`, or a metadata field with a line
   break, is one line naming pyproject.toml and the field, from every hook,
@@ -12,7 +12,9 @@ a file from outside the project.
 - an sdist's members are relative paths under NAME-VERSION/, and the
   archive writer refuses any other; a symlink in the project pointing
   outside it is refused in one line naming it; one pointing inside is
-  packed as its content.
+  packed as its content;
+- the editable wheel's hook is constant source: the project's path reaches
+  the finder as data, exactly, whatever it holds, and runs nothing.
 
 Fast: the hooks refuse before any build, so no compiler runs; each case is
 one short subprocess, with this checkout's autograd_scons first on its path.
@@ -177,3 +179,41 @@ def test_a_symlink_out_of_the_project_is_refused_one_inside_is_packed_as_its_con
     with tarfile.open(os.path.join(out, proc.stdout.strip())) as tar:
         alias = tar.getmember("demo_ops-0.1.0/csrc/alias.cpp")
         assert alias.isfile() and tar.extractfile(alias).read() == b"// kernels\n"
+
+
+# A path part that would run a command (in the working folder) if the path
+# were ever pasted into Python source; and with it, parts that escape badly
+# in a string literal (a syntax error: it would break every interpreter
+# start), end one, are format fields, or that JSON spells otherwise than Python.
+PLANT = "q\"\"\"+__import__('os').system('touch PWNED')+\"\"\""
+ODD_PARTS = [PLANT, "back\\slash \\x4 \\N 'single' {} {project}", "new\nline", "astral \U0001F600"]
+
+
+@pytest.mark.parametrize("parts", [[PLANT], ODD_PARTS], ids=["planted", "odd"])
+def test_the_editable_hook_is_data_and_installs_exactly_the_projects_path(tmp_path, pythonpath, parts):
+    project = os.path.join(str(tmp_path), *parts)
+    build = os.path.join("build", "cp3-x")
+    args = ['CXX=g++ -DX="\\"y\\""', "PCH=0"]
+    os.makedirs(os.path.join(project, build))
+    with open(os.path.join(project, build, ".build_inputs.json"), "w") as f:  # what write_stamp reads
+        json.dump({"algorithm": "md5", "inputs": []}, f)
+    site_dir, cwd = tmp_path / "site", tmp_path / "cwd"
+    site_dir.mkdir()
+    cwd.mkdir()
+    write = ("import json, os, sys; from autograd_scons import editable\n"
+             "for name, data in editable.wheel_files(*json.loads(sys.argv[1])).items():\n"
+             "    open(os.path.join(sys.argv[2], name), 'wb').write(data)\n")
+    ship.run([sys.executable, "-c", write, json.dumps([project, "demo_ops", build, args]), site_dir], cwd,
+             ship.environ(pythonpath))
+    show = ("import json, site, sys; site.addsitedir(sys.argv[1]); from autograd_scons.editable import EditableFinder\n"
+            "print(json.dumps([[f.package, f.project, f.build, f.args] for f in sys.meta_path "
+            "if isinstance(f, EditableFinder)]))")
+    proc = ship.run([sys.executable, "-c", show, site_dir], cwd, ship.environ(pythonpath), check=False)
+    planted = [p for p in _tree(tmp_path) if os.path.basename(p) == "PWNED"]
+    assert planted == [], planted
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert json.loads(proc.stdout) == [["demo_ops", project, build, args]]
+    for name in ("_demo_ops_editable.pth", "_demo_ops_editable.py"):  # no part of the path in source text
+        with open(site_dir / name, "rb") as f:
+            source = f.read()
+        assert b"PWNED" not in source and b"astral" not in source, name
