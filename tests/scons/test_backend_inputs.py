@@ -1,7 +1,8 @@
 """What a project hands the build backend (pyproject.toml's name, version and
-metadata, its files, its folder's path): each is checked before anything is
-written, and none of it can make the backend write outside the folders pip
-gives it, pack a file from outside the project, or run code.
+metadata, its files, its folder's path) and `new` its name: each is checked
+before anything is written, and none of it can make the backend write
+outside the folders pip gives it, pack a file from outside the project, or
+run code.
 
 - a hostile `[project] name` or `version`, or a metadata field with a line
   break, is one line naming pyproject.toml and the field, from every hook,
@@ -14,7 +15,10 @@ gives it, pack a file from outside the project, or run code.
   outside it is refused in one line naming it; one pointing inside is
   packed as its content;
 - the editable wheel's hook is constant source: the project's path reaches
-  the finder as data, exactly, whatever it holds, and runs nothing.
+  the finder as data, exactly, whatever it holds, and runs nothing;
+- `new` refuses names that shadow torch's modules, this tool's, or the
+  standard library's, and names over 100 characters, in one line, writing
+  nothing.
 
 Fast: the hooks refuse before any build, so no compiler runs; each case is
 one short subprocess, with this checkout's autograd_scons first on its path.
@@ -217,3 +221,26 @@ def test_the_editable_hook_is_data_and_installs_exactly_the_projects_path(tmp_pa
         with open(site_dir / name, "rb") as f:
             source = f.read()
         assert b"PWNED" not in source and b"astral" not in source, name
+
+
+STD = [n for n in ("json", "os", "typing", "this") if n in sys.stdlib_module_names]
+
+
+@pytest.mark.parametrize("name", ["torch", "aten", "c10", "std", "at", "caffe2", "autograd_scons", "codegen"] + STD)
+def test_new_refuses_a_name_that_shadows_a_module_writing_nothing(tmp_path, pythonpath, name):
+    proc = ship.new(tmp_path, name, pythonpath, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and line.startswith("autograd_scons new: ") and repr(name) in line, line
+    assert os.listdir(tmp_path) == []
+
+
+def test_new_refuses_a_name_over_100_characters_and_takes_100(tmp_path, pythonpath):
+    for name in ("a" * 101, "b" * 300):
+        proc = ship.new(tmp_path, name, pythonpath, check=False)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+        line = proc.stderr.strip()
+        assert "\n" not in line and line.startswith("autograd_scons new: ") and "100" in line, line
+        assert os.listdir(tmp_path) == []
+    ship.new(tmp_path, "c" * 100, pythonpath)
+    assert os.listdir(tmp_path) == ["c" * 100]
