@@ -219,14 +219,23 @@ def _dist(data):
 
 
 def package_files(project, package):
-    """{path in the wheel: bytes} of the package's Python files."""
+    """{path in the wheel: bytes} of the package's Python files; a symlink
+    only as the sdist takes it (wheel_files.check_link)."""
     files = {}
     root = os.path.join(project, package)
     if not os.path.isfile(os.path.join(root, "__init__.py")):
         raise BuildError(f"{root}/__init__.py: no such file (the package the SConstruct's extension.Package names)")
+    real = os.path.realpath(project)
     for folder, subdirs, names in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
-        for name in sorted(n for n in names if n.endswith(".py")):
+        names = sorted(n for n in names if n.endswith(".py"))
+        for name in subdirs + names:
+            path = os.path.join(folder, name)
+            try:
+                wheel_files.check_link(path, os.path.relpath(path, project).replace(os.sep, "/"), real, "a wheel")
+            except wheel_files.UnsafePath as e:
+                raise BuildError(str(e)) from None
+        for name in names:
             path = os.path.join(folder, name)
             with open(path, "rb") as f:
                 files[os.path.relpath(path, project).replace(os.sep, "/")] = f.read()

@@ -162,13 +162,27 @@ def _inside(path, root):
     return os.path.commonpath([path, root]) == root
 
 
+def check_link(path, rel, root, archive="an sdist"):
+    """UnsafePath naming `rel` when `path` is a symlink out of `root` (a
+    real path: the project) or to a folder: packing it would carry a file
+    from elsewhere into the archive, or silently leave a folder out.  A
+    link to a file inside the project passes: it is packed as that file's
+    content."""
+    if not os.path.islink(path):
+        return
+    target = os.path.realpath(path)
+    if not _inside(target, root):
+        raise UnsafePath(f"{rel!r} is a symlink to {target!r}, outside the project: {archive} packs the "
+                         "project's own files only (copy the file in, or remove the link)")
+    if os.path.isdir(target):
+        raise UnsafePath(f"{rel!r} is a symlink to a folder: {archive} does not follow it (make it a folder, "
+                         "or remove the link)")
+
+
 def project_files(project):
     """[(path in the project, file on disk)] that an sdist holds: every
-    file but build outputs, hidden files and folders (.git, .sconsign...).
-    A symlink to a file inside the project is packed as that file's
-    content; a symlink to anything outside it, or to a folder, is
-    UnsafePath naming it (packing it would carry a file from elsewhere
-    into the archive, or silently leave a folder out)."""
+    file but build outputs, hidden files and folders (.git, .sconsign...);
+    a symlink only as check_link lets it."""
     root = os.path.realpath(project)
     found = []
     for folder, subdirs, names in os.walk(project):
@@ -176,17 +190,8 @@ def project_files(project):
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
         subdirs[:] = sorted(d for d in subdirs if not _NOT_SOURCES.search(rel_dir + d))
         names = [n for n in sorted(names) if not _NOT_SOURCES.search(rel_dir + n)]
-        for name in sorted(subdirs + names):  # (os.walk lists a link to a folder among the folders)
-            path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                continue
-            target = os.path.realpath(path)
-            if not _inside(target, root):
-                raise UnsafePath(f"{rel_dir + name!r} is a symlink to {target!r}, outside the project: an sdist "
-                                 "packs the project's own files only (copy the file in, or remove the link)")
-            if os.path.isdir(target):
-                raise UnsafePath(f"{rel_dir + name!r} is a symlink to a folder: an sdist does not follow it "
-                                 "(make it a folder, or remove the link)")
+        for name in subdirs + names:  # (os.walk lists a link to a folder among the folders)
+            check_link(os.path.join(folder, name), rel_dir + name, root)
         for name in names:
             if os.path.isfile(os.path.join(folder, name)):
                 found.append((rel_dir + name, os.path.join(folder, name)))

@@ -12,8 +12,8 @@ run code.
   name and the canonical version;
 - an sdist's members are relative paths under NAME-VERSION/, and the
   archive writer refuses any other; a symlink in the project pointing
-  outside it is refused in one line naming it; one pointing inside is
-  packed as its content;
+  outside it is refused in one line naming it, by the sdist and for the
+  wheel's Python files; one pointing inside is packed as its content;
 - the editable wheel's hook is constant source: the project's path reaches
   the finder as data, exactly, whatever it holds, and runs nothing;
 - `new` refuses names that shadow torch's modules, this tool's, or the
@@ -244,3 +244,24 @@ def test_new_refuses_a_name_over_100_characters_and_takes_100(tmp_path, pythonpa
         assert os.listdir(tmp_path) == []
     ship.new(tmp_path, "c" * 100, pythonpath)
     assert os.listdir(tmp_path) == ["c" * 100]
+
+
+def test_a_symlink_out_of_the_project_in_the_package_is_refused_for_the_wheel(tmp_path, pythonpath):
+    # the wheel's Python files (package_files) are read the way the sdist's are
+    project = _project(str(tmp_path))
+    os.makedirs(os.path.join(project, "demo_ops"))
+    with open(os.path.join(project, "demo_ops", "__init__.py"), "w") as f:
+        f.write("# the package\n")
+    (tmp_path / "secret.py").write_text("KEY = 1\n")
+    os.symlink(os.path.join("..", "..", "secret.py"), os.path.join(project, "demo_ops", "leak.py"))
+    os.symlink("__init__.py", os.path.join(project, "demo_ops", "alias.py"))
+    code = ("import json; from autograd_scons import build_meta\n"
+            "files = build_meta._main_hook(build_meta.package_files)('.', 'demo_ops')\n"
+            "print(json.dumps({k: v.decode() for k, v in files.items()}))")
+    proc = ship.run([sys.executable, "-c", code], project, ship.environ(pythonpath), check=False)
+    line = _one_line_error(proc)
+    assert "demo_ops/leak.py" in line and "outside the project" in line, line
+    os.unlink(os.path.join(project, "demo_ops", "leak.py"))
+    proc = ship.run([sys.executable, "-c", code], project, ship.environ(pythonpath))
+    assert json.loads(proc.stdout) == {"demo_ops/__init__.py": "# the package\n",
+                                       "demo_ops/alias.py": "# the package\n"}
