@@ -2,9 +2,11 @@
 package rebuilds it first, incrementally, as meson-python's editable
 installs do.
 
-The editable wheel (build_meta.build_editable) holds two files: a `.pth`
-that imports `_<package>_editable`, which calls `install()` with the
-project's folder, build folder and SCons arguments.  `install` puts an
+The editable wheel (build_meta.build_editable) holds three files: a `.pth`
+that imports `_<package>_editable`, a module of constant source, which
+calls `install_file()`: it reads the project's folder, build folder and
+SCons arguments from `_<package>_editable.json` beside it (data: no path
+is ever pasted into Python source) and calls `install()`.  `install` puts an
 `EditableFinder` first on `sys.meta_path`.  Its `find_spec` for the package
 (only the top-level name) runs `rebuild()` once per interpreter, then gives
 the package from the project's folder, with the build folder's copy of the
@@ -86,32 +88,70 @@ class EditableFinder:
 
 
 def install(config):
-    """Called by the `.pth`'s module at interpreter start."""
+    """Put the finder for `config` (package, project, build, args) first on
+    sys.meta_path, once.  (Editable installs made before install_file
+    existed call this with the config in their source.)"""
     if not any(isinstance(f, EditableFinder) and f.package == config["package"] for f in sys.meta_path):
         sys.meta_path.insert(0, EditableFinder(config["package"], config["project"], config["build"],
                                                config["args"]))
 
 
-_HOOK = '''"""Editable install of {package} (autograd_scons.build_meta): imported by
-its .pth; importing {package} rebuilds {project} first."""
+def config_path(hook_path):
+    """The JSON file beside the hook module (`_<package>_editable.json`)."""
+    return os.path.splitext(hook_path)[0] + ".json"
+
+
+def install_file(hook_path):
+    """Called by the hook module at interpreter start: install() the config
+    in the JSON file beside it.  One that cannot be read is one line on
+    stderr, and the package is not importable; the interpreter starts."""
+    import json
+    path = config_path(hook_path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+        fields = ("package", "project", "build")
+        if not (isinstance(config, dict) and all(isinstance(config.get(k), str) for k in fields)
+                and isinstance(config.get("args"), list) and all(isinstance(a, str) for a in config["args"])):
+            raise ValueError("not an editable install's config")
+    except (OSError, ValueError) as e:
+        print(f"autograd_scons: editable install {path}: {e}: not installed", file=sys.stderr)
+        return
+    install(config)
+
+
+# The module the `.pth` imports: constant source, whatever the project.  A
+# project's path never becomes Python source text (pasted into a string, a
+# path holding """ would run code at every interpreter start, and one
+# holding a backslash could stop every start with a SyntaxError): it is
+# data, in the JSON file beside the module.
+_HOOK = '''"""An editable install made by autograd_scons.build_meta, imported by
+the .pth beside it at interpreter start.  What it installs (the package,
+the project's folder, the build folder and SCons's arguments) is the JSON
+file of the same name beside this module."""
 try:
-    from autograd_scons.editable import install
-except ImportError:  # autograd-functions-scons uninstalled: {package} is not importable
+    from autograd_scons.editable import install_file
+except ImportError:  # autograd-functions-scons uninstalled (or older): the package is not importable
     pass
 else:
-    install({config})
+    install_file(__file__)
 '''
 
 
 def wheel_files(project, package, build, args):
-    """{path in the wheel: bytes} of an editable wheel; the build has just
-    run, so its stamp is written now and the first import is a no-op."""
+    """{path in the wheel: bytes} of an editable wheel: the `.pth`, the hook
+    module and its JSON config; the build has just run, so its stamp is
+    written now and the first import is a no-op."""
     import json
     from . import scons_run
+    if not package.isidentifier():  # it is a module name in the .pth's import line
+        raise ValueError(f"{package!r} is not a Python identifier")
     folder = os.path.join(project, build)
     scons_run.write_stamp(os.path.join(folder, STAMP), stamp_key(args), os.path.join(folder, scons_run.INPUTS))
     config = {"package": package, "project": project, "build": build, "args": list(args)}
     module = f"_{package}_editable"
+    # (json's default ASCII escapes give back any path exactly, one with
+    # undecodable bytes, which os.fsdecode spells as lone surrogates, too)
     return {f"{module}.pth": f"import {module}\n".encode(),
-            f"{module}.py": _HOOK.format(package=package, project=project,
-                                         config=json.dumps(config, sort_keys=True)).encode()}
+            f"{module}.py": _HOOK.encode(),
+            f"{module}.json": (json.dumps(config, sort_keys=True, indent=1) + "\n").encode()}
