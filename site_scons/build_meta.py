@@ -15,6 +15,11 @@ links torch's C++ API, whose ABI changes between minors) and is tagged for
 the interpreter (`cp311-cp311-linux_x86_64`): the library links
 libtorch_python and Python's C API.  With `PYTHON=0` the library uses
 neither, so the tag is `py3-none-<platform>`.
+
+Every hook writes only inside the folder pip gives it: pyproject.toml's
+name and version are checked (PEP 508, PEP 440) before anything is
+written, and the sdist packs the project's own files only (docs/shipping.md,
+"What the backend takes from the project").
 """
 
 import os
@@ -39,14 +44,39 @@ def _load_toml(path):
 
 
 def project_config(project="."):
-    """pyproject.toml's table, checked for what the backend needs."""
+    """pyproject.toml's table, checked for what the backend needs before
+    any hook writes anything: `name` and `version` make the file and folder
+    names the hooks write (and the sdist's members), so a name that is not
+    PEP 508's or a version that is not PEP 440's is refused, never escaped.
+    The version is replaced by its canonical spelling, which the file
+    names and the metadata then share."""
     path = os.path.join(project, "pyproject.toml")
     data = _load_toml(path)
     meta = data.get("project") or {}
     for key in ("name", "version"):
         if not isinstance(meta.get(key), str):
             raise BuildError(f"{path}: [project] needs a static `{key}` string")
+    if not wheel_files.valid_name(meta["name"]):
+        raise BuildError(f"{path}: [project] name {meta['name']!r} is not a distribution name (PEP 508: ASCII "
+                         "letters and digits, with . _ - between them)")
+    version = wheel_files.canonical_version(meta["version"])
+    if version is None:
+        import importlib.util
+        how = "" if importlib.util.find_spec("packaging") else \
+            " (without the `packaging` module here, only PEP 440's canonical spelling, such as 1.0.0b1)"
+        raise BuildError(f"{path}: [project] version {meta['version']!r} is not a PEP 440 version{how}")
+    meta["version"] = version
+    # one line each in METADATA / PKG-INFO: a line break would start another field
+    for key in ("description", "requires-python"):
+        if key in meta and not _one_line(meta[key]):
+            raise BuildError(f"{path}: [project] {key} must be one line of text")
+    if not isinstance(meta.get("dependencies", []), list) or not all(map(_one_line, meta.get("dependencies", []))):
+        raise BuildError(f"{path}: [project] dependencies must be a list of one-line strings")
     return data
+
+
+def _one_line(value):
+    return isinstance(value, str) and "\n" not in value and "\r" not in value
 
 
 def _build_pin(data):
@@ -148,19 +178,30 @@ def build_library(project=".", config_settings=None):
 
 
 def _dist(data):
+    """NAME-VERSION of the wheel, the dist-info folder and the sdist: the
+    name normalized, the version canonical (project_config)."""
     meta = data["project"]
     return f"{wheel_files.normalized(meta['name'])}-{meta['version']}"
 
 
 def package_files(project, package):
-    """{path in the wheel: bytes} of the package's Python files."""
+    """{path in the wheel: bytes} of the package's Python files; a symlink
+    only as the sdist takes it (wheel_files.check_link)."""
     files = {}
     root = os.path.join(project, package)
     if not os.path.isfile(os.path.join(root, "__init__.py")):
         raise BuildError(f"{root}/__init__.py: no such file (the package the SConstruct's extension.Package names)")
+    real = os.path.realpath(project)
     for folder, subdirs, names in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
-        for name in sorted(n for n in names if n.endswith(".py")):
+        names = sorted(n for n in names if n.endswith(".py"))
+        for name in subdirs + names:
+            path = os.path.join(folder, name)
+            try:
+                wheel_files.check_link(path, os.path.relpath(path, project).replace(os.sep, "/"), real, "a wheel")
+            except wheel_files.UnsafePath as e:
+                raise BuildError(str(e)) from None
+        for name in names:
             path = os.path.join(folder, name)
             with open(path, "rb") as f:
                 files[os.path.relpath(path, project).replace(os.sep, "/")] = f.read()
@@ -201,10 +242,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 @_main_hook
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    from autograd_scons.ship import editable
     data, info, build = build_library(".", config_settings)
-    return _wheel(wheel_directory, data, info,
-                  editable.wheel_files(os.path.abspath("."), info["package"], build, scons_args(config_settings)))
+    return _wheel(wheel_directory, data, info, wheel_files.editable_files(
+        os.path.abspath("."), info["package"], build, scons_args(config_settings)))
 
 
 def _prepare_metadata(metadata_directory, config_settings=None):
@@ -234,5 +274,8 @@ def build_sdist(sdist_directory, config_settings=None):
     root = _dist(data)
     name = f"{root}.tar.gz"
     pkg_info = wheel_files.metadata_text(data["project"], data["project"].get("dependencies") or [])
-    wheel_files.write_sdist(os.path.join(sdist_directory, name), root, wheel_files.project_files("."), pkg_info)
+    try:
+        wheel_files.write_sdist(os.path.join(sdist_directory, name), root, wheel_files.project_files("."), pkg_info)
+    except wheel_files.UnsafePath as e:
+        raise BuildError(str(e)) from None
     return name

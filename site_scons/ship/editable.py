@@ -2,9 +2,12 @@
 package rebuilds it first, incrementally, as meson-python's editable
 installs do.
 
-The editable wheel (build_meta.build_editable) holds two files: a `.pth`
-that imports `_<package>_editable`, which calls `install()` with the
-project's folder, build folder and SCons arguments.  `install` puts an
+The editable wheel (build_meta.build_editable; its files:
+wheel_files.editable_files) holds three files: a `.pth` that imports
+`_<package>_editable`, a module of constant source, which calls
+`install_file()`: it reads the project's folder, build folder and SCons
+arguments from `_<package>_editable.json` beside it (data: no path is ever
+pasted into Python source) and calls `install()`.  `install` puts an
 `EditableFinder` first on `sys.meta_path`.  Its `find_spec` for the package
 (only the top-level name) runs `rebuild()` once per interpreter, then gives
 the package from the project's folder, with the build folder's copy of the
@@ -80,27 +83,25 @@ def install(config):
                                                config["args"]))
 
 
-_HOOK = '''"""Editable install of {package} (autograd_scons.build_meta): imported by
-its .pth; importing {package} rebuilds {project} first."""
-try:
-    from autograd_scons.ship.editable import install
-except ImportError:  # autograd-functions-scons uninstalled: {package} is not importable
-    pass
-else:
-    install({config})
-'''
+def config_path(hook_path):
+    """The JSON file beside the hook module (`_<package>_editable.json`)."""
+    return os.path.splitext(hook_path)[0] + ".json"
 
 
-def wheel_files(project, package, build, args):
-    """{path in the wheel: bytes} of an editable wheel; the build has just
-    run, so its stamp is written now and the first import is a no-op."""
+def install_file(hook_path):
+    """Called by the hook module at interpreter start: install() the config
+    in the JSON file beside it.  One that cannot be read is one line on
+    stderr, and the package is not importable; the interpreter starts."""
     import json
-    from autograd_scons.buildenv import runner
-    from autograd_scons.ship.project import EDITABLE_STAMP, stamp_key
-    folder = os.path.join(project, build)
-    runner.write_stamp(os.path.join(folder, EDITABLE_STAMP), stamp_key(args), os.path.join(folder, runner.INPUTS))
-    config = {"package": package, "project": project, "build": build, "args": list(args)}
-    module = f"_{package}_editable"
-    return {f"{module}.pth": f"import {module}\n".encode(),
-            f"{module}.py": _HOOK.format(package=package, project=project,
-                                         config=json.dumps(config, sort_keys=True)).encode()}
+    path = config_path(hook_path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+        fields = ("package", "project", "build")
+        if not (isinstance(config, dict) and all(isinstance(config.get(k), str) for k in fields)
+                and isinstance(config.get("args"), list) and all(isinstance(a, str) for a in config["args"])):
+            raise ValueError("not an editable install's config")
+    except (OSError, ValueError) as e:
+        print(f"autograd_scons: editable install {path}: {e}: not installed", file=sys.stderr)
+        return
+    install(config)

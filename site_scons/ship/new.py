@@ -2,8 +2,10 @@
 the folder NAME (pyproject.toml with this package's build backend and the
 torch pin, SConstruct, the package, the specs of one differentiable op, its
 CPU kernel, tests; `--cuda`: its CUDA kernel too), made from the real files
-in templates/ (`extname` in them becomes NAME).  A folder that exists or a
-NAME that is not a Python identifier is one line and writes nothing."""
+in templates/ (`extname` in them becomes NAME).  A folder that exists, or
+a NAME that is not a Python identifier, is longer than 100 characters, or
+would shadow torch's modules, this tool's or the standard library's, is
+one line and writes nothing."""
 
 import keyword
 import os
@@ -14,6 +16,14 @@ import tempfile
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 PLACEHOLDER = "extname"
 CUDA_MARK = "  # --cuda"  # a template line kept (without the mark) only with --cuda
+MAX_NAME = 100
+# Names a project may not take (besides the standard library's modules):
+# torch's Python packages and C++ namespaces, whose module or ops namespace
+# the project's would shadow or join, and this tool's own packages.
+_TORCH_CXX = "a C++ namespace of torch's"
+TAKEN = {"torch": "torch itself", "aten": _TORCH_CXX, "c10": _TORCH_CXX, "at": _TORCH_CXX, "caffe2": _TORCH_CXX,
+         "std": "the C++ standard library's namespace",
+         "autograd_scons": "this tool's package", "codegen": "this tool's package"}
 
 
 def torch_pin():
@@ -61,12 +71,27 @@ def template_files(cuda):
     return files
 
 
-def new(name, cuda=False, where="."):
-    """Write the project; returns its folder.  SystemExit (one line) on a
-    bad name or an existing folder, before anything is written."""
+def check_name(name):
+    """SystemExit (one line) unless `name` can name the package, the
+    distribution and the operators' namespace."""
+    if len(name) > MAX_NAME:  # (it also names files: `.NAME-xxxxxxxx`, `tests/test_NAME_cuda.py`...)
+        raise SystemExit(f"autograd_scons new: a name of {len(name)} characters is longer than {MAX_NAME}: "
+                         "choose a shorter one")
     if not name.isidentifier() or keyword.iskeyword(name) or not name.isascii():
         raise SystemExit(f"autograd_scons new: {name!r} is not a Python identifier (it names the package and "
                          "the operators' namespace): use letters, digits and _, not starting with a digit")
+    if name in TAKEN:
+        raise SystemExit(f"autograd_scons new: {name!r} is taken ({TAKEN[name]}): the package or its operators' "
+                         "namespace would clash with it: choose another name")
+    if name in sys.stdlib_module_names:
+        raise SystemExit(f"autograd_scons new: {name!r} is a module of Python's standard library: the package "
+                         "would shadow it: choose another name")
+
+
+def new(name, cuda=False, where="."):
+    """Write the project; returns its folder.  SystemExit (one line) on a
+    bad name or an existing folder, before anything is written."""
+    check_name(name)
     dest = name if where == "." else os.path.join(where, name)
     if os.path.lexists(dest):
         raise SystemExit(f"autograd_scons new: {dest} already exists: nothing written (choose another name, "
