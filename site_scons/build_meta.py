@@ -28,7 +28,7 @@ import sys
 import sysconfig
 
 from autograd_scons.buildenv.runner import BuildError  # one line (`str()`): the hooks print no traceback
-from autograd_scons.ship import wheel_files
+from autograd_scons.ship import metadata, wheel_files
 from autograd_scons.ship.project import build_project
 
 BUILD_ROOT = "build"
@@ -66,17 +66,9 @@ def project_config(project="."):
             " (without the `packaging` module here, only PEP 440's canonical spelling, such as 1.0.0b1)"
         raise BuildError(f"{path}: [project] version {meta['version']!r} is not a PEP 440 version{how}")
     meta["version"] = version
-    # one line each in METADATA / PKG-INFO: a line break would start another field
-    for key in ("description", "requires-python"):
-        if key in meta and not _one_line(meta[key]):
-            raise BuildError(f"{path}: [project] {key} must be one line of text")
-    if not isinstance(meta.get("dependencies", []), list) or not all(map(_one_line, meta.get("dependencies", []))):
-        raise BuildError(f"{path}: [project] dependencies must be a list of one-line strings")
+    # every other field written, or refused (ship/metadata.py): never dropped
+    metadata.check(meta, project, path)
     return data
-
-
-def _one_line(value):
-    return isinstance(value, str) and "\n" not in value and "\r" not in value
 
 
 def _build_pin(data):
@@ -177,6 +169,11 @@ def build_library(project=".", config_settings=None):
     return data, info, build
 
 
+def _entry_points(data):
+    text = metadata.entry_points_text(data["project"])
+    return {"entry_points.txt": text} if text else {}
+
+
 def _dist(data):
     """NAME-VERSION of the wheel, the dist-info folder and the sdist: the
     name normalized, the version canonical (project_config)."""
@@ -213,8 +210,8 @@ def _wheel(wheel_directory, data, info, files):
     tag = wheel_tag(info["python"])
     name = f"{_dist(data)}-{tag}.whl"
     wheel_files.write_wheel(os.path.join(wheel_directory, name), files, {
-        "METADATA": wheel_files.metadata_text(data["project"], requires(data, version)),
-        "WHEEL": wheel_files.wheel_text(tag)})
+        "METADATA": metadata.metadata_text(data["project"], requires(data, version), "."),
+        "WHEEL": wheel_files.wheel_text(tag), **_entry_points(data)})
     return name
 
 
@@ -253,7 +250,10 @@ def _prepare_metadata(metadata_directory, config_settings=None):
     folder = f"{_dist(data)}.dist-info"
     os.makedirs(os.path.join(metadata_directory, folder), exist_ok=True)
     with open(os.path.join(metadata_directory, folder, "METADATA"), "w") as f:
-        f.write(wheel_files.metadata_text(data["project"], requires(data, version)))
+        f.write(metadata.metadata_text(data["project"], requires(data, version), "."))
+    for name, text in _entry_points(data).items():
+        with open(os.path.join(metadata_directory, folder, name), "w", encoding="utf-8") as f:
+            f.write(text)
     return folder
 
 
@@ -273,7 +273,7 @@ def build_sdist(sdist_directory, config_settings=None):
     data = project_config(".")
     root = _dist(data)
     name = f"{root}.tar.gz"
-    pkg_info = wheel_files.metadata_text(data["project"], data["project"].get("dependencies") or [])
+    pkg_info = metadata.metadata_text(data["project"], data["project"].get("dependencies") or [], ".")
     try:
         wheel_files.write_sdist(os.path.join(sdist_directory, name), root, wheel_files.project_files("."), pkg_info)
     except wheel_files.UnsafePath as e:

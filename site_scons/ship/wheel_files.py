@@ -73,18 +73,6 @@ def _zip_time():
     return max(time.gmtime(epoch)[:6], _ZIP_EPOCH) if epoch is not None else _ZIP_EPOCH
 
 
-def metadata_text(meta, requires):
-    """METADATA / PKG-INFO (core metadata 2.1) from [project] and the
-    requirements (the torch pin among them)."""
-    lines = ["Metadata-Version: 2.1", f"Name: {meta['name']}", f"Version: {meta['version']}"]
-    if meta.get("description"):
-        lines.append(f"Summary: {meta['description']}")
-    if meta.get("requires-python"):
-        lines.append(f"Requires-Python: {meta['requires-python']}")
-    lines += [f"Requires-Dist: {r}" for r in requires]
-    return "\n".join(lines) + "\n"
-
-
 def wheel_text(tag):
     return ("Wheel-Version: 1.0\nGenerator: autograd_scons.build_meta\nRoot-Is-Purelib: false\n"
             f"Tag: {tag}\n")
