@@ -27,13 +27,18 @@ def _path(out_dir: str, rel: str) -> str:
     return os.path.join(out_dir, *parts)
 
 
-def stat_of(path: str) -> Optional[list]:
-    """[size, mtime_ns], or None if there is nothing (readable) there."""
+def stat_of(path: str, strict: bool = False) -> Optional[list]:
+    """A file's fingerprint, the one every record of this project keeps (the
+    manifest, the stamps): [mtime_ns, size], or None if there is nothing
+    (readable) there.  A copied tree keeps it (copies keep mtimes), so a
+    copied build is still up to date.  `strict`, for an output nobody else
+    may touch (load()'s library): [mtime_ns, size, inode, ctime_ns], which a
+    writer that sets the mtime back still moves."""
     try:
         st = os.stat(path)
     except (OSError, TypeError):
         return None
-    return [st.st_size, st.st_mtime_ns]
+    return [st.st_mtime_ns, st.st_size] + ([st.st_ino, st.st_ctime_ns] if strict else [])
 
 
 def same_bytes(path: str, data: bytes) -> bool:

@@ -102,12 +102,12 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
 
 def _record_inputs(env, library, files):
     """What the editable install's up-to-date check stats (load()'s
-    runner): the library's inputs, `files` and the SConstruct, and the
+    stamp): the library's inputs, `files` and the SConstruct, and the
     generator's and this package's modules."""
-    from autograd_scons.buildenv import runner
+    from autograd_scons.buildenv import stamp
     package = os.path.dirname(TOOLPATH)   # this package, the generator inside it
     extra = [env.File(p).srcnode().abspath for p in files] + [env.File("#SConstruct").abspath]
-    runner.record_inputs(library, os.path.join(env["BUILD"], runner.INPUTS), extra=extra, code_roots=[package])
+    stamp.record_inputs(library, os.path.join(env["BUILD"], stamp.INPUTS), extra=extra, code_roots=[package])
 
 
 def _write_if_changed(path, data):

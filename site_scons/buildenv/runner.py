@@ -1,28 +1,16 @@
-"""Run an SCons build from Python, and decide "up to date" without SCons:
-the machinery shared by `load()` (load.py) and the editable install's
-rebuild on import.
+"""Run an SCons build from Python: the one runner of every build started
+from Python (`load()`, the PEP 517 backend, the editable install's rebuild
+on import).
 
-    from autograd_scons.buildenv import runner
+    from autograd_scons.buildenv import runner, stamp
     from autograd_scons.codegen.lock import BuildLock
     with BuildLock(folder, label="load(myops)") as lock:
-        if not runner.up_to_date(stamp, key):       # stat (digest if moved) of every input
-            runner.clear_stamp(stamp)
+        if not stamp.up_to_date(stamp_path, key):   # stat (digest if moved) of every input
+            stamp.clear_stamp(stamp_path)
             result = runner.run_scons(sconstruct, folder, {"CXX": "g++"}, jobs=None,
-                                         verbose=False, label="load(myops)", lock=lock)
-            runner.write_stamp(stamp, key, result.inputs_path)
+                                      verbose=False, label="load(myops)", lock=lock)
+            stamp.write_stamp(stamp_path, key, result.inputs_path)
     # result.compiled / result.linked: what ran; BuildError on failure
-
-The SConstruct side names what the stamp must cover:
-
-    runner.record_inputs(lib, os.path.join(folder, runner.INPUTS), extra=[yaml, ...])
-
-which, when the build succeeds, writes every file the targets depended on
-(sources, the headers SCons's scanner found, the compiler, the generated
-files), each with its stat and the digest SCons built it from, plus `extra`
-(files read while the SConscripts were read: the specs) and the Python
-modules of the generator and tool.  `up_to_date` then needs one stat per
-input and a digest only of those whose stat moved: no SCons, no subprocess.
-`key` is any JSON value standing for everything else (flags, versions).
 
 `run_scons` runs SCons in a subprocess (in its own process group, killed
 with the caller: Linux's parent-death signal) with stdout and stderr into
@@ -35,9 +23,9 @@ the first `scons: ***` line (e.g. a spec error, located), and the log path.
 may run on (affinity, and a cgroup CPU quota where one is set).
 """
 
+
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -45,7 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-INPUTS = ".build_inputs.json"  # written by record_inputs (the SCons side)
+from autograd_scons.buildenv.stamp import INPUTS
 LOG = "build.log"
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograd_scons
 GENERATED_TAG = "autograd_build: "  # lines an SConstruct prints for the progress report
@@ -124,181 +112,6 @@ def default_jobs() -> int:
         cpus = os.cpu_count() or 1
     quota = _cgroup_cpus()
     return max(1, min(cpus, quota) if quota else cpus)
-
-
-# --- the stamp: "up to date" without SCons ---------------------------------
-
-def _digest(path: str, algorithm: str) -> str:
-    import hashlib
-    h = hashlib.new(algorithm)
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _stat(path: str) -> list:
-    """What moves when a file is written or replaced: ctime and the inode
-    cannot be set back by whoever writes it, as an mtime can."""
-    st = os.stat(path)
-    return [st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns]
-
-
-def _read_stamp(stamp_path: str):
-    """The stamp's JSON, or None when it is missing or damaged in any way
-    (a folder, a link, deep nesting, not JSON): a damaged stamp is a rebuild."""
-    try:
-        fd = os.open(stamp_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd) as f:
-            stamp = json.load(f)
-        if not isinstance(stamp, dict) or not isinstance(stamp.get("algorithm"), str):
-            return None
-        return stamp
-    except (OSError, ValueError, RecursionError, UnicodeDecodeError):
-        return None
-
-
-def _still(rows, algorithm) -> tuple[bool, bool]:
-    """(every file of `rows` has its stat or else its digest, some stat moved);
-    the rows of moved files get their new stat."""
-    moved = False
-    for row in rows:
-        path, recorded, digest = row
-        st = _stat(path)
-        if st != recorded:
-            if _digest(path, algorithm) != digest:
-                return False, moved
-            row[1], moved = st, True
-    return True, moved
-
-
-def up_to_date(stamp_path: str, key) -> bool:
-    """The stamp exists, holds `key`, and every input and output it lists
-    still has its stat or, where the stat moved, its digest.  Files whose
-    stat moved but not their bytes (a touch, a checkout) get their new stat
-    recorded, so the next check is stats alone again: call it holding the
-    lock."""
-    stamp = _read_stamp(stamp_path)
-    try:
-        if stamp is None or stamp["key"] != json.loads(json.dumps(key)):
-            return False
-        same, moved = _still(stamp["inputs"], stamp["algorithm"])
-        if same:
-            same, moved_out = _still(stamp.get("outputs", []), stamp["algorithm"])
-            moved = moved or moved_out
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return False
-    if not same:
-        return False
-    if moved:
-        try:
-            write_json(stamp_path, stamp)
-        except OSError:
-            pass
-    return True
-
-
-def outputs_differ(stamp_path: str) -> list[str]:
-    """The outputs a readable stamp lists whose bytes are no longer the ones
-    it recorded (replaced, truncated, swapped): not built by this build."""
-    stamp = _read_stamp(stamp_path)
-    differ = []
-    try:
-        for path, recorded, digest in (stamp or {}).get("outputs", []):
-            try:
-                if _stat(path) != recorded and _digest(path, stamp["algorithm"]) != digest:
-                    differ.append(path)
-            except FileNotFoundError:
-                continue
-    except (OSError, ValueError, TypeError):
-        return differ
-    return differ
-
-
-def clear_stamp(stamp_path: str) -> None:
-    try:
-        os.unlink(stamp_path)
-    except FileNotFoundError:
-        pass
-    except IsADirectoryError:  # (a folder in its place: a rebuild, not an error)
-        import shutil
-        shutil.rmtree(stamp_path)
-
-
-def write_json(path: str, value) -> None:
-    """`path` replaced by `value` as JSON, never half-written: a temporary
-    file (owner-only, not through a link), renamed over it; the temporary
-    is removed when the write fails (a full disk)."""
-    write_bytes(path, json.dumps(value).encode())
-
-
-def write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
-    from autograd_scons.codegen.writer import write_atomic  # (the generator beside this package)
-    write_atomic(path, data, mode)
-
-
-def write_stamp(stamp_path: str, key, inputs_path: str, outputs=()) -> None:
-    """After a successful build: `key`, the inputs record_inputs wrote, and
-    the `outputs` as they are now (stat and digest)."""
-    with open(inputs_path) as f:
-        recorded = json.load(f)
-    algorithm = recorded["algorithm"]
-    rows = [[os.path.abspath(p), _stat(p), _digest(p, algorithm)] for p in outputs]
-    write_json(stamp_path, dict(recorded, key=key, outputs=rows))
-
-
-def record_inputs(targets, inputs_path: str, extra=(), code_roots=()) -> None:
-    """SCons side (call in the SConstruct, after declaring `targets`): when
-    the build succeeds, write every file the targets depend on to
-    `inputs_path`, for `up_to_date`.  `extra`: files read while reading the
-    SConscripts; `code_roots`: folders whose loaded Python modules count
-    (the generator's).  Each file is stat-ed and hashed now, and again at
-    the end: one edited during the build is recorded as changed."""
-    import atexit
-
-    import SCons.Script
-    import SCons.Util
-    algorithm = SCons.Util.get_current_hash_algorithm_used()
-    roots = tuple(os.path.abspath(r) + os.sep for r in code_roots)
-    code = sorted({os.path.abspath(m.__file__) for m in list(sys.modules.values())
-                   if getattr(m, "__file__", None) and os.path.abspath(m.__file__).startswith(roots)})
-    early = {}
-    for path in [os.path.abspath(str(p)) for p in extra] + code:
-        if os.path.isfile(path):
-            early[path] = (_stat(path), _digest(path, algorithm))
-
-    def leaves():
-        seen, stack, files = set(), list(SCons.Util.flatten(targets)), {}
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            children = node.children()
-            stack.extend(children)
-            if not node.has_builder() and isinstance(node, SCons.Node.FS.File):
-                # A source under a VariantDir(duplicate=False) is read from
-                # its source folder: record that file, not the variant path
-                # (which never exists), or an edit to it would go unseen.
-                real = node if node.exists() else node.srcnode()
-                if real.exists():
-                    files[real.abspath] = real.get_csig()
-        return files
-
-    def write():
-        if SCons.Script.GetBuildFailures() or SCons.Script.GetOption("no_exec") \
-                or SCons.Script.GetOption("clean"):
-            return
-        rows = []
-        for path, csig in sorted(leaves().items()):
-            st = _stat(path)
-            # the bytes SCons built from, unless the file moved since
-            rows.append([path, st if _digest(path, algorithm) == csig else None, csig])
-        for path, (st, digest) in sorted(early.items()):
-            rows.append([path, st if _stat(path) == st else None, digest])
-        write_json(inputs_path, {"algorithm": algorithm, "inputs": rows})
-
-    atexit.register(write)
 
 
 # --- running SCons -----------------------------------------------------------

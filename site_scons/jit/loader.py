@@ -15,7 +15,7 @@ folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
 gen/'s objects, obj/<name>.so (SCons's link), `<name>.so` (the library
 loaded: a finished link renamed into place), build.log, the lock and the
 stamp.  One lock (lock.BuildLock) is held across the up-to-date
-check, generation, compile, link and load; the stamp (runner.up_to_date)
+check, generation, compile, link and load; the stamp (buildenv.stamp.up_to_date)
 lets an unchanged load() in a fresh process skip SCons altogether.
 
 The compiler is $CXX (default g++), $AUTOGRAD_LAUNCHER goes before it,
@@ -35,9 +35,8 @@ import re
 import shlex
 import shutil
 
-from autograd_scons.buildenv import runner
-from autograd_scons.buildenv import torch_flags
-from autograd_scons.buildenv import unfinished_build
+from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
+from autograd_scons.codegen.writer import write_atomic
 from autograd_scons.codegen.lock import BuildLock, FolderError
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
 
@@ -146,7 +145,7 @@ def _read(path: str):
 def _write_if_changed(path: str, text: str) -> None:
     data = text.encode("utf-8")
     if _read(path) != data:
-        runner.write_bytes(path, data)
+        write_atomic(path, data, 0o600)
 
 
 def _publish(linked: str, library: str) -> None:
@@ -160,7 +159,7 @@ def _publish(linked: str, library: str) -> None:
     if data is None:
         raise FileNotFoundError(2, "the link left no library", linked)
     if _read(library) != data:
-        runner.write_bytes(library, data, mode=0o700)
+        write_atomic(library, data, 0o700)
 
 
 def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache_dir, inline=None):
@@ -178,11 +177,11 @@ def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache
            "inline": {k: hashlib.sha256(v.encode()).hexdigest() for k, v in (inline or {}).items()},
            "env": {k: os.environ.get(k, "") for k in ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "PATH")}}
     key = json.loads(json.dumps(key))
-    stamp = os.path.join(folder, STAMP)
+    stamp_path = os.path.join(folder, STAMP)
     library = os.path.join(folder, f"{name}.so")
     before = _loaded.get(name)
     if before is not None:
-        return _again(label, before, folder, key, stamp, timeout)
+        return _again(label, before, folder, key, stamp_path, timeout)
     ensure_private(folder, root, label)
     with BuildLock(folder, timeout=timeout, label=label) as lock:
         try:
@@ -192,7 +191,7 @@ def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache
         except OSError as e:  # a full disk, a read-only folder: the path, and nothing half-written
             where = f" {e.filename}" if e.filename else ""
             raise FolderError(e.errno, f"{label}: cannot write{where}: {e.strerror}") from None
-        digests = _digests(stamp)
+        digests = _digests(stamp_path)
         torch.ops.load_library(library)
     namespace = getattr(torch.ops, _op_namespace(spec["native_functions"]))
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
@@ -202,43 +201,43 @@ def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache
 def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose, label, lock) -> None:
     """Under the lock: the inputs written, then SCons unless the stamp
     vouches for the inputs and for the library's bytes."""
-    stamp, library = os.path.join(folder, STAMP), os.path.join(folder, f"{name}.so")
+    stamp_path, library = os.path.join(folder, STAMP), os.path.join(folder, f"{name}.so")
     for rel, text in (inline or {}).items():
         path = os.path.join(folder, rel)
         ensure_private(os.path.dirname(path), folder, label)
         _write_if_changed(path, text)
     _write_if_changed(os.path.join(folder, SPEC), json.dumps(dict(spec, name=name), indent=1, sort_keys=True))
-    if runner.up_to_date(stamp, key) and os.path.isfile(library):
+    if stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
         return
-    if runner.outputs_differ(stamp):
+    if stamp.outputs_differ(stamp_path):
         # The library is not the one this folder built: nothing in it is
         # taken on trust, SCons checks every target against its database.
         unfinished_build.distrust(os.path.join(folder, unfinished_build.DATABASE))
-    runner.clear_stamp(stamp)
+    stamp.clear_stamp(stamp_path)
     launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
     result = runner.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
                                  verbose=verbose, label=label, lock=lock)
     _publish(os.path.join(folder, "obj", f"{name}.so"), library)
-    runner.write_stamp(stamp, key, result.inputs_path, outputs=[library])
+    stamp.write_stamp(stamp_path, key, result.inputs_path, outputs=[library])
 
 
-def _digests(stamp: str) -> list:
+def _digests(stamp_path: str) -> list:
     """(path, digest) of every input in a stamp (not the stats, which a
     touch moves), or None."""
     try:
-        with open(stamp) as f:
+        with open(stamp_path) as f:
             return [(row[0], row[-1]) for row in json.load(f)["inputs"]]
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
 
 
-def _again(label, before, folder, key, stamp, timeout):
+def _again(label, before, folder, key, stamp_path, timeout):
     """A second load() of a name in this process: the same namespace if
     nothing changed, else one error (the library cannot be loaded again)."""
     same = False
     if folder == before.folder and key == before.key:
         with BuildLock(folder, timeout=timeout, label=label):
-            same = runner.up_to_date(stamp, key) and _digests(stamp) == before.digests
+            same = stamp.up_to_date(stamp_path, key) and _digests(stamp_path) == before.digests
     if same:
         return before.namespace
     what = "its build folder" if folder != before.folder else \

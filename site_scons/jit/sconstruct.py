@@ -9,7 +9,7 @@
 import json
 import os
 
-from autograd_scons.buildenv import environment, runner
+from autograd_scons.buildenv import environment, runner, stamp
 from autograd_scons.codegen.report import report
 from autograd_scons.tool import report as tool_report
 
@@ -55,7 +55,7 @@ if tool_report.REPORT.records:
 lib = env.SharedLibrary(os.path.join("obj", spec["name"]), objects, SHLIBPREFIX="")
 # The tool's and the generator's modules count as inputs: the package folder.
 package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
-runner.record_inputs(lib, runner.INPUTS,
+stamp.record_inputs(lib, stamp.INPUTS,
                      extra=["load_spec.json", os.path.join(package, "jit", "sconstruct.py")]
                      + [p for p in (spec["native_functions"], spec["derivatives"], spec["tags"]) if p],
                      code_roots=[package])

@@ -31,24 +31,24 @@ import sys
 def rebuild(project, build, args, label):
     """Bring `<project>/<build>` up to date; ImportError when the build
     fails.  Returns True when SCons ran."""
-    from autograd_scons.buildenv import runner
+    from autograd_scons.buildenv import runner, stamp
     from autograd_scons.ship.project import EDITABLE_STAMP, stamp_key
     folder = os.path.join(project, build)
-    stamp = os.path.join(folder, EDITABLE_STAMP)
+    stamp_path = os.path.join(folder, EDITABLE_STAMP)
     key = stamp_key(args)
-    if runner.up_to_date(stamp, key):
+    if stamp.up_to_date(stamp_path, key):
         return False
     from autograd_scons.buildenv.runner import BuildError
     from autograd_scons.ship.project import build_project
     from autograd_scons.codegen.lock import BuildLock
     try:
         with BuildLock(folder, label=label):
-            if runner.up_to_date(stamp, key):  # built meanwhile by whoever held the lock
+            if stamp.up_to_date(stamp_path, key):  # built meanwhile by whoever held the lock
                 return False
-            runner.clear_stamp(stamp)
+            stamp.clear_stamp(stamp_path)
             print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, runner.LOG)})", file=sys.stderr)
             build_project(project, build, args, os.path.join(folder, runner.LOG), quiet=True, label=label)
-            runner.write_stamp(stamp, key, os.path.join(folder, runner.INPUTS))
+            stamp.write_stamp(stamp_path, key, os.path.join(folder, stamp.INPUTS))
     except (BuildError, OSError, TimeoutError) as e:
         raise ImportError(str(e) if str(e).startswith(label) else f"{label}: {e}") from None
     return True
