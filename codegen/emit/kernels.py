@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from ..api.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
 from ..api.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT, return_names, return_type, scalarT,
                        stringViewT, symIntArrayRefT)
-from ..model import FUNCTIONAL, INPLACE, OUT, Argument
+from ..model import FUNCTIONAL, INPLACE, OUT, Argument, is_tensor_like
 from ..native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
 from ..templates import Template, load
@@ -174,6 +174,7 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
             "(void)_any_requires_grad;"]
     if inplace:
         out.append("check_inplace(self, _any_requires_grad);")
+    out += unchecked_input_checks(unit, info)
     if "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None:
         out.append("auto options = at::TensorOptions().dtype(dtype).layout(layout).device(device)"
                    ".pinned_memory(pin_memory);")
@@ -209,6 +210,23 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
         out.append(f"  set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);")
     out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=False)]
     return out + ["}"] + fw.after + ["return _result;"]
+
+
+def inputs_without_formula(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
+    """The tensor inputs (not out=) of `unit` that `info` gives no formula and
+    does not mark non_differentiable: legal, as in ATen, and checked at run
+    time (ATen also leaves out an input named `output`)."""
+    with_formula = {b.name for b in info.args_with_derivatives}
+    return [a.name for a in unit.func.func.arguments.flat_non_out
+            if is_tensor_like(a.type) and a.name not in with_formula
+            and a.name not in info.non_differentiable_arg_names and a.name != "output"]
+
+
+def unchecked_input_checks(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
+    """ATen's check that an input without a formula does not require grad:
+    `The function 'mm2' is not differentiable with respect to argument 'b'`."""
+    name = unit.func.func.name.name
+    return [f'check_no_requires_grad({a}, "{a}", "{name}");' for a in inputs_without_formula(unit, info)]
 
 
 def _plain_body(unit: KernelUnit, call: list[str], ret: str) -> list[str]:
