@@ -40,11 +40,14 @@ class KernelUnit:
     """One native function of an extension, with the info that differentiates it."""
     func: NativeFunction
     info: Optional[DifferentiabilityInfo]
+    # Between name and overload: `_`, or `__` where `_` would give an op
+    # named `x_out` and the overload `x.out` one C++ name (kernel_units).
+    overload_sep: str = "_"
 
     @property
     def stem(self) -> str:
         n = self.func.func.name
-        return f"{self.func.namespace}_{n.name}" + (f"_{n.overload}" if n.overload else "")
+        return f"{self.func.namespace}_{n.name}" + (f"{self.overload_sep}{n.overload}" if n.overload else "")
 
     @property
     def path(self) -> str:
@@ -75,7 +78,11 @@ def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> 
         if info is None and f.func.kind() == INPLACE:
             info = by_sig.get(f.func.signature_key)
         units.append(KernelUnit(f, info))
-    return units
+    # torch.library takes `myadd_out` beside `myadd.out`: the overload's
+    # names move aside (a collision left after that is units.py's error).
+    plain = {u.stem.lower() for u in units if not u.func.func.name.overload}
+    return [KernelUnit(u.func, u.info, "__") if u.func.func.name.overload and u.stem.lower() in plain else u
+            for u in units]
 
 
 # ------------------------------------------------------------------ render
@@ -100,8 +107,15 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
                             f"calls, but derivatives.yaml has an entry for it (line {unit.info.line}): remove "
                             f"one of them", f.file, key_line(f, "dispatch"), op)
         files[unit.path] = load("op_registration.cpp").substitute(
-            banner=BANNER, op=op, own_header=own_header,
+            banner=BANNER, op=op, own_header=[f'#include "{own_header}"'],
+            why="differentiated through its CompositeImplicitAutograd kernel",
             registration=registration(unit, opts, registrations(f, dispatch)))
+        return files
+    if uses_autograd_fallback(unit):
+        files[unit.path] = load("op_registration.cpp").substitute(
+            banner=BANNER, op=op, own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
+            why="no derivatives entry: no Autograd kernel, torch's autograd fallback applies",
+            registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
         return files
     impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
     files[unit.path] = load("op_kernel.cpp").substitute(
@@ -109,6 +123,15 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
         own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
         registration=registration(unit, opts, impls), **_autograd_kernel(unit, opts, ret, params))
     return files
+
+
+def uses_autograd_fallback(unit: KernelUnit) -> bool:
+    """An op with no derivatives entry (other than an out= overload) gets no
+    Autograd kernel: torch's fallback for an op without one then decides,
+    as for the same op registered through torch.library (it runs the kernel
+    below autograd; a gradient that would flow back through a result warns,
+    or raises under torch._C._set_autograd_fallback_mode('error'))."""
+    return unit.info is None and unit.func.func.kind() != OUT
 
 
 def _signature(f: NativeFunction) -> tuple[str, list[str]]:

@@ -41,3 +41,48 @@ def test_input_without_formula_is_checked_as_aten_does(tmp_path):
     assert 'check_no_requires_grad(b, "b", "scl_");' in cpp(units["nbx::scl_"])   # ATen: the in-place name
     pick = cpp(units["nbx::pick"])
     assert re.findall(r'check_no_requires_grad\((\w+),', pick) == ["w", "xs"]   # not the non_differentiable mask
+
+
+MYADD = ("- func: nbx::myadd_out(Tensor a, Tensor b, Tensor(a!) out) -> ()\n"
+         "  dispatch:\n    CPU: myadd_out_cpu\n"
+         "- func: nbx::myadd(Tensor a, Tensor b) -> Tensor\n"
+         "- func: nbx::myadd.out(Tensor a, Tensor b, *, Tensor(a!) out) -> Tensor(a!)\n"
+         "- func: nbx::neg2(Tensor self) -> Tensor\n")
+NEG2 = "- name: neg2(Tensor self) -> Tensor\n  self: -grad\n"   # a file with no entry is refused
+
+
+def test_op_named_like_an_out_overload_is_accepted_with_names_of_its_own(tmp_path):
+    units = units_of(tmp_path, MYADD, NEG2)
+    assert units["nbx::myadd_out"].stem == "nbx_myadd_out"
+    assert units["nbx::myadd.out"].stem == "nbx_myadd__out"     # moved aside: no shared C++ or file name
+    own = cpp(units["nbx::myadd_out"])
+    assert "register_nbx_myadd_out()" in own and "register_nbx_myadd__out()" in cpp(units["nbx::myadd.out"])
+
+
+def test_names_that_still_collide_say_what_to_rename(tmp_path, capsys):
+    (tmp_path / "nf.yaml").write_text(MYADD + "- func: nbx::myadd__out(Tensor a) -> Tensor\n")
+    (tmp_path / "d.yaml").write_text(NEG2)
+    rc = main(["generate", "--native-functions", str(tmp_path / "nf.yaml"), "--derivatives",
+               str(tmp_path / "d.yaml"), "--out", str(tmp_path / "gen")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1, err
+    assert "nf.yaml:" in err[0] and "rename one of them" in err[0], err
+
+
+def test_op_without_entry_gets_torchs_autograd_fallback(tmp_path):
+    """No derivatives entry: no Autograd kernel at all, so that torch's own
+    fallback for an op without one applies (a mutating `-> ()` op runs with
+    inputs that require grad; backward through a result warns), exactly as
+    for the same op registered through torch.library."""
+    units = units_of(tmp_path, MYADD, NEG2)
+    own = cpp(units["nbx::myadd_out"])
+    assert "DispatchKey::Autograd" not in own and "_autograd(" not in own
+    assert "DispatchKey::CPU" in own and 'def_lib.def("myadd_out(' in own
+    plain = cpp(units["nbx::myadd"])             # no dispatch: the schema alone
+    assert "DispatchKey::" not in plain and 'def_lib.def("myadd(' in plain
+
+
+def test_out_overload_without_entry_keeps_atens_refusal(tmp_path):
+    out = cpp(units_of(tmp_path, MYADD, NEG2)["nbx::myadd.out"])
+    assert "DispatchKey::Autograd" in out
+    assert "functions with out=... arguments don't support automatic differentiation" in out
