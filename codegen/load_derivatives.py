@@ -267,6 +267,7 @@ class _EntryLoader:
             if formula.lower().strip() == "non_differentiable":
                 non_diff.extend(names)
                 continue
+            self.gradient_capable(fs, names, k, where)
             try:
                 derivatives.append(self.derivative(f, bindings, formula, names, available))
             except ValueError as ex:
@@ -286,6 +287,18 @@ class _EntryLoader:
                 kind = "forward formulas for output" if forward else "formulas for argument"
                 raise self.error(f"two {kind} '{name}' ('{defined[name]}' and '{k}')", *where, k)
             defined[name] = k
+
+    def gradient_capable(self, fs: FunctionSchema, names: tuple[str, ...], k: str, where: tuple) -> None:
+        """Only tensor arguments (Tensor, Tensor?, Tensor[]) have a gradient:
+        a formula for a float, int, bool, Scalar... would fail in the C++
+        compiler, inside torch's headers."""
+        types = {a.name: a.type for a in fs.arguments.flat_all}
+        for name in names:
+            t = types.get(name)
+            if t is not None and t.base() != "Tensor":
+                raise self.error(f"formula key '{k}': argument '{name}' is a '{t}', which cannot have a "
+                                 f"gradient: only Tensor arguments can (remove the formula, or mark it "
+                                 f"'non_differentiable')", *where, k)
 
     @staticmethod
     def output_names(f: NativeFunction) -> set[str]:

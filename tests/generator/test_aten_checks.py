@@ -86,3 +86,17 @@ def test_out_overload_without_entry_keeps_atens_refusal(tmp_path):
     out = cpp(units_of(tmp_path, MYADD, NEG2)["nbx::myadd.out"])
     assert "DispatchKey::Autograd" in out
     assert "functions with out=... arguments don't support automatic differentiation" in out
+
+
+@pytest.mark.parametrize("arg", ["scale", "n", "flag"])
+def test_formula_for_an_argument_without_gradient_is_one_located_error(tmp_path, capsys, arg):
+    (tmp_path / "nf.yaml").write_text("- func: nbx::sc(Tensor self, float scale, int n, bool flag) -> Tensor\n")
+    (tmp_path / "d.yaml").write_text("- name: sc(Tensor self, float scale, int n, bool flag) -> Tensor\n"
+                                     "  self: grad * scale\n"
+                                     f"  {arg}: (grad * self).sum()\n")
+    rc = main(["infos", "--native-functions", str(tmp_path / "nf.yaml"), "--derivatives", str(tmp_path / "d.yaml")])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert rc == 1 and out == "" and len(lines) == 1, err
+    assert f"{tmp_path / 'd.yaml'}:3: entry 'sc(" in lines[0] and f"argument '{arg}'" in lines[0], err
+    assert "cannot have a gradient" in lines[0], err
