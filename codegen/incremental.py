@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .emit import python_bindings
+from .emit.lines import render_lines
 from .emit.options import EmitOptions, with_default_namespace
 from .errors import SpecError
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
@@ -268,6 +269,8 @@ class _State:
         rewritten = sorted(rel for rel, text in bindings.items() if rel.endswith(".cpp")
                            and not same_bytes(os.path.join(self.out_dir, rel), text.encode()))
         shared.update(bindings)
+        # every formula's yaml line, outside the Functions' keys (emit/lines.py)
+        shared.update(render_lines([u.subject for u in units if u.kind is Kind.FUNCTION]))
         shared.update(render_buckets(units, layout, p.rewrite, text_of))
         shared.update(render_edit_tus(units, layout))
         for rel, text in shared.items():

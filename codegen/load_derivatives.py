@@ -11,6 +11,7 @@ entry.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 from collections import Counter
@@ -269,7 +270,8 @@ class _EntryLoader:
                 continue
             self.gradient_capable(fs, names, k, where)
             try:
-                derivatives.append(self.derivative(f, bindings, formula, names, available))
+                derivatives.append(dataclasses.replace(self.derivative(f, bindings, formula, names, available),
+                                                       line=self.entry.line_of(*where, k)))
             except ValueError as ex:
                 raise self.error(f"formula for '{k}': {ex}", *where, k) from None
         return derivatives, forwards, non_diff

@@ -59,6 +59,9 @@ class Derivative:
     saved_inputs: tuple[SavedAttribute, ...]
     saved_outputs: tuple[SavedAttribute, ...]
     named_gradients: frozenset[str]   # `grad_<return>` names the formula uses
+    # derivatives.yaml's line of the formula's key, for #line (never keyed:
+    # the text names it through a macro of derivative_lines.h, see emit/lines.py)
+    line: int = 0
 
 
 @dataclass(frozen=True)
