@@ -70,6 +70,8 @@ class Result:
     # Python bindings (emit/python_bindings.py), known when the specs were parsed:
     bindings: dict = field(default_factory=dict)   # Function -> its binding TU
     bindings_rewritten: list[str] = field(default_factory=list)  # binding TUs whose bytes changed
+    # op kernel -> its tensor inputs with no formula, checked at run time (check_no_requires_grad)
+    unchecked: dict = field(default_factory=dict)
 
     @property
     def unchanged(self) -> int:
@@ -283,6 +285,20 @@ class _State:
                         warning=self.warning, dry_run=request.dry_run,
                         bindings={u.name: python_bindings.shard_file(python_bindings.shard_of(u.name, n_shards))
                                   for u in bound},
-                        bindings_rewritten=rewritten)
+                        bindings_rewritten=rewritten, unchecked=_unchecked_inputs(units))
         result.regenerated = [n for n in names if n in changed]
         return files, owner, result
+
+
+def _unchecked_inputs(units: list) -> dict:
+    """Each op kernel's tensor inputs that have no formula (legal, as in
+    ATen: refused at run time when they require grad), for the report."""
+    from .emit.kernels import inputs_without_formula
+    out = {}
+    for u in units:
+        info = getattr(u.subject, "info", None) if u.kind is Kind.KERNEL else None
+        if info is not None and info.op:
+            names = inputs_without_formula(u.subject, info)
+            if names:
+                out[u.name] = names
+    return out

@@ -60,13 +60,10 @@ def number_back(text: str, path: str) -> str:
 
 
 def shown_path(path: str) -> str:
-    """The yaml's path as the compiler shows it: relative to the folder the
-    generator runs in (SCons's top folder: the compiler's too) when it lies
-    below it, so that the same project generates the same text in any
-    folder; absolute otherwise."""
-    full, here = os.path.abspath(path), os.getcwd()
-    rel = os.path.relpath(full, here)
-    return full if rel.startswith(os.pardir) else rel
+    """The yaml's name as the compiler will show it: its base name
+    (`derivatives.yaml:12: error: ...`), so that a project generates the
+    same text in any folder, and moving it rewrites nothing."""
+    return os.path.basename(path)
 
 
 def render_lines(infos: Sequence[DifferentiabilityInfo]) -> dict[str, str]:

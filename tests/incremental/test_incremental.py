@@ -26,14 +26,7 @@ from codegen.native_cache import NATIVE_CACHE
 from codegen.reasons import Reason, Why
 from codegen.report import explain, layout_line, report
 from codegen.units import Kind
-from support.scons_helpers import tree as _tree
-
-
-def tree(root):
-    """The generated files, but derivative_lines.h: these tests compare
-    specs in one folder with a copy in another, and that header names the
-    derivatives.yaml each was generated from (codegen/emit/lines.py)."""
-    return {p: t for p, t in _tree(root).items() if p != "derivative_lines.h"}
+from support.scons_helpers import tree
 from support.spec_facts import REPO
 
 EXAMPLE = scenarios.TINY
