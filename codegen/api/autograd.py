@@ -144,6 +144,12 @@ def differentiable_outputs(info: DifferentiabilityInfo) -> list[DifferentiableOu
     names = [n if n != "self" else "result" for n in return_names(f)]
     flags = info.output_differentiability or (True,) * len(f.returns)
     cref = info.func.use_const_ref_for_mutable_tensors
-    return [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).cpp_type())
+    outs = [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).cpp_type())
             for n, r, ok in zip(names, f.returns, list(flags) + [False] * len(f.returns))
             if ok and is_tensor_like(r.type)]
+    # As ATen's: without output_differentiability, formulas that use `grad`
+    # (one incoming gradient) make only the first output differentiable
+    # (max.dim's values, not its indices).
+    if info.output_differentiability is None and info.uses_single_grad:
+        return outs[:1]
+    return outs

@@ -100,9 +100,12 @@ def _refuse(inputs, label: str, why: str) -> list[str]:
     if not inputs:
         return []
     cond = " || ".join(_defined(n, k) for n, k in inputs)
+    # ATen's sentence first (its words: "Trying to use forward AD with"), then ours
+    name = label.split("::")[-1].split(".")[0]
     return [f"TORCH_CHECK_NOT_IMPLEMENTED(!({cond}),",
-            f'    "{label}: forward-mode AD is not supported: {why} (a dual tensor or torch.func.jvp '
-            f'reached it)");']
+            f'    "Trying to use forward AD with {name} that does not support it because it has not been '
+            f'implemented yet. {label}: forward-mode AD is not supported: {why} (a dual tensor or '
+            f'torch.func.jvp reached it)");']
 
 
 def _apply(formula: str, fd: ForwardDerivative, names: list[str], idx: list[int], rnames: list[str],
