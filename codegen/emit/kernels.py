@@ -134,6 +134,11 @@ def uses_autograd_fallback(unit: KernelUnit) -> bool:
     return unit.info is None and unit.func.func.kind() != OUT
 
 
+def signature_of(f: NativeFunction) -> tuple[str, list[str]]:
+    """The C++ return type and parameter types a hand-written kernel of `f` has."""
+    return _signature(f)
+
+
 def _signature(f: NativeFunction) -> tuple[str, list[str]]:
     """The dispatcher's C++ return type and parameter types of `f`."""
     fs = f.func

@@ -113,3 +113,20 @@ def test_report_and_explain_name_the_inputs_checked_at_run_time(tmp_path, capsys
     assert "inputs with no formula, refused at run time if they require grad: nbx::mm2 (b)" in report(r)
     assert "inputs with no formula (b): legal, refused at run time if they require grad" in explain(r, "nbx::mm2")
     assert "no formula" not in explain(r, "Mm2Backward0")
+
+
+def test_kernel_no_object_defines_is_one_located_line(tmp_path):
+    from codegen.kernel_check import missing_kernels
+    native = ("- func: extension_cpp::mul2(Tensor a) -> Tensor\n"
+              "  dispatch:\n    CPU: mul2_cpu\n"
+              "- func: extension_cpp::neg2(Tensor self) -> Tensor\n")
+    units = units_of(tmp_path, native, "- name: neg2(Tensor self) -> Tensor\n  self: -grad\n")
+    nm = ["                 U at::_ops::mul_Tensor::call(at::Tensor const&, at::Tensor const&)",
+          "                 U extension_cpp::native::mul2_cpu(at::Tensor const&)"]
+    (line,) = missing_kernels(units.values(), nm)
+    assert line.startswith(f"{tmp_path / 'nf.yaml'}:3: entry 'extension_cpp::mul2': the CPU kernel 'mul2_cpu' "
+                           "is declared here but no object defines it"), line
+    assert "`at::Tensor extension_cpp::native::mul2_cpu(const at::Tensor & a)`" in line or \
+        "extension_cpp::native::mul2_cpu(const at::Tensor &" in line, line
+    assert "(in namespace extension_cpp::native)" in line
+    assert missing_kernels(units.values(), nm[:1]) == []
