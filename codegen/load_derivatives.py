@@ -212,9 +212,10 @@ class _EntryLoader:
         diff_names = {n for d in derivatives for n in d.var_names}
         args_with_derivatives = tuple(b for b in bindings if b.name in diff_names)
         try:
-            fw = tuple(self.forward(f, base_name, arg_names, derivatives, args_with_derivatives,
-                                    formula, names)
-                       for formula, names, _ in forwards)
+            fw = tuple(dataclasses.replace(self.forward(f, base_name, arg_names, derivatives,
+                                                        args_with_derivatives, formula, names),
+                                           line=self.entry.line_of(*where, k))
+                       for formula, names, k in forwards)
             _check_grad_usage(derivatives)
         except ValueError as ex:
             raise self.error(str(ex), *where) from None

@@ -72,6 +72,7 @@ class ForwardDerivative:
     var_types: tuple[Type, ...]
     required_inputs_fw_grad: tuple[str, ...]
     required_inputs_primal: tuple[str, ...]
+    line: int = 0   # as Derivative.line
 
 
 @dataclass(frozen=True)

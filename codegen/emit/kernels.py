@@ -26,6 +26,7 @@ from ..errors import SpecError
 from ..templates import Template, load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
 from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, registrations
+from .lines import AT_FORMULA, INCLUDE, number_back
 from .registration import registration
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
@@ -118,10 +119,13 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
             registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
         return files
     impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
-    files[unit.path] = load("op_kernel.cpp").substitute(
+    holes = _autograd_kernel(unit, opts, ret, params)
+    located = any(AT_FORMULA in line for line in holes["body"])
+    files[unit.path] = number_back(load("op_kernel.cpp").substitute(
         banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl,
         own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
-        registration=registration(unit, opts, impls), **_autograd_kernel(unit, opts, ret, params))
+        derivative_lines=INCLUDE if located else [],
+        registration=registration(unit, opts, impls), **holes), f"../{unit.path}")
     return files
 
 

@@ -27,6 +27,7 @@ from ..templates import string_literal
 from ..tree import BANNER, LINES_H
 
 _RESET = "#line AGF_RESET_TO_GENERATED_LINE"
+AT_FORMULA = "#line AGF_LINE_"   # in a body that has a located formula
 
 # Included by function.cpp, hidden from include scanners behind a macro.
 INCLUDE = [f'#if __has_include("../{LINES_H}")',
@@ -35,7 +36,7 @@ INCLUDE = [f'#if __has_include("../{LINES_H}")',
            "#endif"]
 
 
-def line_macro(op: str, k: int) -> str:
+def line_macro(op: str, k) -> str:
     return f"AGF_LINE_{op}_{k}"
 
 
@@ -43,9 +44,10 @@ def file_macro(op: str) -> str:
     return f"AGF_YAML_{op}"
 
 
-def at_formula(op: str, k: int, statement: list[str]) -> list[str]:
-    """`statement` (the line computing formula k of Function `op`) numbered
-    as the formula's line in derivatives.yaml."""
+def at_formula(op: str, k, statement: list[str]) -> list[str]:
+    """`statement` (the line computing formula k of Function `op`, `fw<k>`
+    for its forward formula k, in the op's kernel) numbered as the
+    formula's line in derivatives.yaml."""
     m = line_macro(op, k)
     return [f"#ifdef {m}", f"#line {m} {file_macro(op)}", "#endif", *statement, _RESET]
 
@@ -75,4 +77,6 @@ def render_lines(infos: Sequence[DifferentiabilityInfo]) -> dict[str, str]:
         # one less: the `#endif` after the directive takes the first number
         out += [f"#define {line_macro(info.op, k)} {d.line - 1}" for k, d in enumerate(info.derivatives)
                 if d.line > 1]
+        out += [f"#define {line_macro(info.op, f'fw{k}')} {d.line - 1}"
+                for k, d in enumerate(info.forward_derivatives) if d.line > 1]
     return {LINES_H: "\n".join(out) + "\n"}

@@ -59,3 +59,18 @@ def test_error_in_a_formula_names_the_yaml_line(tmp_path, cxx):
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert errors and errors[0].startswith("d.yaml:5:"), proc.stderr[-3000:]
     assert "bb" in errors[0], errors[0]
+
+
+@pytest.mark.compile
+def test_error_in_a_forward_formula_names_the_yaml_line(tmp_path):
+    """Forward formulas are in the op's Autograd kernel (ops/), not the Function."""
+    from support import cxx as flags
+    gen = generate(tmp_path, DERIVATIVES.replace("  a: grad * bb\n", "  a: grad * b\n")
+                   + "  result: a_t * bb + b_t * a_p\n")
+    assert "#define AGF_LINE_Mm2Backward0_fw0 6\n" in (gen / "derivative_lines.h").read_text()
+    proc = subprocess.run(["g++", *flags.torch_flags(), *flags.python_flags(), "-w", "-fsyntax-only",
+                           "ops/nbx_mm2.cpp"], capture_output=True, text=True, cwd=gen)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert errors and errors[0].startswith("d.yaml:7:"), proc.stderr[-3000:]
+    assert "bb" in errors[0], errors[0]
