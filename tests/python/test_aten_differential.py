@@ -113,7 +113,7 @@ def binary_ops(m):
     ]
 
 
-def test_differential_suite(m, capsys):
+def test_differential_suite(m, capsys, record_property):
     RESULTS.clear()
     for i, (name, ours, aten, shapes, pick) in enumerate(binary_ops(m)):
         ts = data(i, *shapes)
@@ -225,6 +225,7 @@ def test_differential_suite(m, capsys):
 
     n = len(RESULTS)
     agree = sum(1 for r in RESULTS if r[1])
+    record_property("summary", f"{n} scenario pairs, {agree} agree")   # shown at the end (tests/conftest.py)
     with capsys.disabled():
         print(f"\n{n} scenario pairs, {agree} agree")
         for name, ok, a, b in RESULTS:
