@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .emit import python_bindings
+from .emit.lines import render_lines
 from .emit.options import EmitOptions, with_default_namespace
 from .errors import SpecError
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
@@ -69,6 +70,8 @@ class Result:
     # Python bindings (emit/python_bindings.py), known when the specs were parsed:
     bindings: dict = field(default_factory=dict)   # Function -> its binding TU
     bindings_rewritten: list[str] = field(default_factory=list)  # binding TUs whose bytes changed
+    # op kernel -> its tensor inputs with no formula, checked at run time (check_no_requires_grad)
+    unchecked: dict = field(default_factory=dict)
 
     @property
     def sources(self) -> list[str]:
@@ -244,7 +247,7 @@ class _State:
                         parsed=True, warning=self.warning, dry_run=request.dry_run,
                         bindings={u.name: python_bindings.shard_file(python_bindings.shard_of(u.name, n_shards))
                                   for u in bound},
-                        bindings_rewritten=rewritten)
+                        bindings_rewritten=rewritten, unchecked=_unchecked_inputs(units))
         result.regenerated = [n for n in names if n in rendered.changed]
         return rendered.files, rendered.owner, result
 
@@ -303,6 +306,8 @@ class _State:
         rewritten = sorted(rel for rel, text in bindings.items() if rel.endswith(".cpp")
                            and not same_bytes(os.path.join(self.out_dir, rel), text.encode()))
         shared.update(bindings)
+        # every formula's yaml line, outside the Functions' keys (emit/lines.py)
+        shared.update(render_lines([u.subject for u in units if u.kind is Kind.FUNCTION]))
         shared.update(render_buckets(units, p.layout, p.rewrite, text_of))
         shared.update(render_edit_tus(units, p.layout))
         for rel, text in shared.items():
@@ -321,3 +326,17 @@ class _Rendered:
     texts: dict = field(default_factory=dict)     # unit -> its rendered {relpath: text}
     changed: dict = field(default_factory=dict)   # unit -> its relpaths whose bytes differ
     removed: list = field(default_factory=list)
+
+
+def _unchecked_inputs(units: list) -> dict:
+    """Each op kernel's tensor inputs that have no formula (legal, as in
+    ATen: refused at run time when they require grad), for the report."""
+    from .emit.kernels import inputs_without_formula
+    out = {}
+    for u in units:
+        info = getattr(u.subject, "info", None) if u.kind is Kind.KERNEL else None
+        if info is not None and info.op:
+            names = inputs_without_formula(u.subject, info)
+            if names:
+                out[u.name] = names
+    return out

@@ -11,6 +11,7 @@ entry.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 from collections import Counter
@@ -211,9 +212,10 @@ class _EntryLoader:
         diff_names = {n for d in derivatives for n in d.var_names}
         args_with_derivatives = tuple(b for b in bindings if b.name in diff_names)
         try:
-            fw = tuple(self.forward(f, base_name, arg_names, derivatives, args_with_derivatives,
-                                    formula, names)
-                       for formula, names, _ in forwards)
+            fw = tuple(dataclasses.replace(self.forward(f, base_name, arg_names, derivatives,
+                                                        args_with_derivatives, formula, names),
+                                           line=self.entry.line_of(*where, k))
+                       for formula, names, k in forwards)
             _check_grad_usage(derivatives)
         except ValueError as ex:
             raise self.error(str(ex), *where) from None
@@ -267,8 +269,10 @@ class _EntryLoader:
             if formula.lower().strip() == "non_differentiable":
                 non_diff.extend(names)
                 continue
+            self.gradient_capable(fs, names, k, where)
             try:
-                derivatives.append(self.derivative(f, bindings, formula, names, available))
+                derivatives.append(dataclasses.replace(self.derivative(f, bindings, formula, names, available),
+                                                       line=self.entry.line_of(*where, k)))
             except ValueError as ex:
                 raise self.error(f"formula for '{k}': {ex}", *where, k) from None
         return derivatives, forwards, non_diff
@@ -286,6 +290,18 @@ class _EntryLoader:
                 kind = "forward formulas for output" if forward else "formulas for argument"
                 raise self.error(f"two {kind} '{name}' ('{defined[name]}' and '{k}')", *where, k)
             defined[name] = k
+
+    def gradient_capable(self, fs: FunctionSchema, names: tuple[str, ...], k: str, where: tuple) -> None:
+        """Only tensor arguments (Tensor, Tensor?, Tensor[]) have a gradient:
+        a formula for a float, int, bool, Scalar... would fail in the C++
+        compiler, inside torch's headers."""
+        types = {a.name: a.type for a in fs.arguments.flat_all}
+        for name in names:
+            t = types.get(name)
+            if t is not None and t.base() != "Tensor":
+                raise self.error(f"formula key '{k}': argument '{name}' is a '{t}', which cannot have a "
+                                 f"gradient: only Tensor arguments can (remove the formula, or mark it "
+                                 f"'non_differentiable')", *where, k)
 
     @staticmethod
     def output_names(f: NativeFunction) -> set[str]:

@@ -43,8 +43,6 @@ class OperatorName:
             if overload == "default" or overload.startswith("__"):
                 raise SchemaError(f"overload name '{overload}' is reserved by torch "
                                   "('default' and names starting with '__')")
-        if name.endswith("_out"):
-            raise SchemaError(f"operator name '{name}' ends in the reserved '_out'")
         dunder = inplace = functional = False
         m = re.fullmatch(r"__([^_]+)__", name)
         if m:

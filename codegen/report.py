@@ -31,6 +31,9 @@ def report(result: Result) -> str:
     for why, names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         parts.append(f"{why}: {len(names)} ({shown})")
+    if result.unchecked:
+        shown = ", ".join(f"{u} ({', '.join(a)})" for u, a in sorted(result.unchecked.items()))
+        parts.append(f"inputs with no formula, refused at run time if they require grad: {shown}")
     rendered = len([u for u in result.reasons if u not in result.removed])
     if rendered > a:
         parts.append(f"{rendered - a} re-rendered identical, left untouched")
@@ -104,6 +107,9 @@ def explain(result: Result, unit: str) -> str:
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         return f"{unit}: not a unit of these specs{hint}"
     key, place = result.keys[unit][:16], where(result.layout, unit) + _bindings_place(result, unit)
+    if result.unchecked.get(unit):
+        place += (f"; inputs with no formula ({', '.join(result.unchecked[unit])}): legal, refused at run time "
+                  "if they require grad (check_no_requires_grad)")
     if not result.parsed:
         return f"{unit}: up to date: inputs unchanged since the last build, key {key}; {place}"
     why = result.reasons.get(unit)

@@ -39,6 +39,7 @@ OWNED_FOLDERS = (FUNCTIONS, OPS, UNITY, PYTHON)
 PRELUDE_H = "prelude.h"
 PRELUDE_IMPL_H = "prelude_impl.h"
 LOAD_CHECK_H = "load_check.h"
+LINES_H = "derivative_lines.h"   # each formula's yaml line (emit/lines.py)
 SUPPORT_CPP = "support.cpp"
 UMBRELLA_H = "Functions.h"
 BINDINGS_H = f"{PYTHON}/bindings.h"

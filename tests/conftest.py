@@ -89,3 +89,13 @@ def tiny_checkout(tmp_path_factory):
 def example_ops() -> spec_facts.ExampleOps:
     """The example extension's (specs/) Functions and op kernels."""
     return spec_facts.example_ops(os.path.join(REPO, "specs"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Lines a test records as `record_property("summary", line)` (the
+    differential suite's "N scenario pairs, N agree"), shown at the end of
+    the run, also from xdist's workers (whose own output pytest drops)."""
+    lines = [v for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])
+             if getattr(r, "when", "call") == "call" for k, v in getattr(r, "user_properties", []) if k == "summary"]
+    for line in lines:
+        terminalreporter.write_line(line)

@@ -59,6 +59,9 @@ class Derivative:
     saved_inputs: tuple[SavedAttribute, ...]
     saved_outputs: tuple[SavedAttribute, ...]
     named_gradients: frozenset[str]   # `grad_<return>` names the formula uses
+    # derivatives.yaml's line of the formula's key, for #line (never keyed:
+    # the text names it through a macro of derivative_lines.h, see emit/lines.py)
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class ForwardDerivative:
     var_types: tuple[Type, ...]
     required_inputs_fw_grad: tuple[str, ...]
     required_inputs_primal: tuple[str, ...]
+    line: int = 0   # as Derivative.line
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,12 @@ def differentiable_outputs(info: DifferentiabilityInfo) -> list[DifferentiableOu
     names = [n if n != "self" else "result" for n in return_names(f)]
     flags = info.output_differentiability or (True,) * len(f.returns)
     cref = info.func.use_const_ref_for_mutable_tensors
-    return [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).cpp_type())
+    outs = [DifferentiableOutput(n, r.type, return_type(r, const_ref_for_mutable=cref).cpp_type())
             for n, r, ok in zip(names, f.returns, list(flags) + [False] * len(f.returns))
             if ok and is_tensor_like(r.type)]
+    # As ATen's: without output_differentiability, formulas that use `grad`
+    # (one incoming gradient) make only the first output differentiable
+    # (max.dim's values, not its indices).
+    if info.output_differentiability is None and info.uses_single_grad:
+        return outs[:1]
+    return outs

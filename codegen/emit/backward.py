@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..api.autograd import Derivative, DifferentiabilityInfo
 from ..templates import Template, load
+from .lines import at_formula
 
 # Formulas that may see undefined gradients get this guard; the engine then
 # skips the work when no gradient reached this Function.
@@ -22,7 +23,7 @@ def _is_plain_tensor(info: DifferentiabilityInfo, name: str) -> bool:
     return False
 
 
-def _single(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int]) -> tuple[bool, list[str]]:
+def _single(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int], k: int) -> tuple[bool, list[str]]:
     """(guarded, lines) for a formula with one input."""
     name = d.var_names[0]
     formula = d.formula
@@ -32,17 +33,23 @@ def _single(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int]) -
     i = index[name]
     if info.name.startswith("_foreach_"):
         # One gradient per list element: the formula is written for element i.
-        return guarded, load("backward_foreach.cpp").lines(name=name, i=str(i), formula=formula)
-    return guarded, load("backward_single.cpp").lines(name=name, i=str(i), formula=formula)
+        return guarded, _located(info, k, load("backward_foreach.cpp").lines(name=name, i=str(i), formula=formula))
+    return guarded, _located(info, k, load("backward_single.cpp").lines(name=name, i=str(i), formula=formula))
 
 
-def _multi(d: Derivative, index: dict[str, int]) -> list[str]:
+def _located(info: DifferentiabilityInfo, k: int, lines: list[str]) -> list[str]:
+    """The line computing `grad_result` numbered as formula k's yaml line."""
+    at = next(j for j, s in enumerate(lines) if "auto grad_result = " in s or "grad_result.emplace_back(" in s)
+    return lines[:at] + at_formula(info.op, k, [lines[at]]) + lines[at + 1:]
+
+
+def _multi(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int], k: int) -> list[str]:
     """A formula returning a tuple, one element per input it names."""
     flags = [f"needs_input_grad[/*{n}*/{index[n]}]" for n in d.var_names]
     lines = [_IF.substitute(condition=" || ".join(flags))]
     if "grad_input_mask" in d.formula:
         lines.append(_MASK.substitute(n=str(len(flags)), flags=", ".join(flags)))
-    lines.append(f"  auto grad_result = {d.formula};")
+    lines += at_formula(info.op, k, [f"  auto grad_result = {d.formula};"])
     for k, (n, flag) in enumerate(zip(d.var_names, flags)):
         lines.append(f"  if ({flag}) copy_range(grad_inputs, {n}_ix, std::get<{k}>(grad_result));")
     lines.append("}")
@@ -62,11 +69,11 @@ def backward_body(info: DifferentiabilityInfo) -> list[str]:
     index = {b.name: i for i, b in enumerate(info.args_with_derivatives)}
     blocks: list[str] = []
     guard = False
-    for d in info.derivatives:
+    for k, d in enumerate(info.derivatives):
         if len(d.var_names) == 1:
-            g, lines = _single(info, d, index)
+            g, lines = _single(info, d, index, k)
             guard |= g
         else:
-            lines = _multi(d, index)
+            lines = _multi(info, d, index, k)
         blocks += lines
     return gradient_aliases(info) + ([_ANY_GRAD_DEFINED] if guard else []) + blocks

@@ -22,6 +22,7 @@ from ..api.cpp import OPTIONAL_TENSOR, CType, return_names
 from ..errors import SpecError
 from ..model import INPLACE, OUT, is_tensor_like
 from ..templates import Template
+from .lines import at_formula
 
 # `foo_t` / `foo_p` identifiers that are C++ types, not tangents or primals.
 _TYPE_STEMS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "size", "ssize",
@@ -80,7 +81,7 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
     after: list[str] = []
     outputs: set[str] = set()
     inplace = fs.kind() == INPLACE
-    for fd in info.forward_derivatives:
+    for k, fd in enumerate(info.forward_derivatives):
         formula = _formula(fd, info, unit, inputs, fw_op)
         if inplace and str(info.func.func) != str(fs):  # the functional entry's formula, on self
             formula = _sub(_sub(formula, "self_p", "original_self_p"), "result", "self_p")
@@ -92,7 +93,7 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
         if not inplace:
             outputs.update(names)
             outputs.update(r for r in rnames if uses_ident(formula, r))
-        after += _apply(formula, fd, names, idx, rnames, inputs, inplace)
+        after += _located(info.op, k, _apply(formula, fd, names, idx, rnames, inputs, inplace))
     return ForwardAD(before, after, outputs, True)
 
 
@@ -100,9 +101,18 @@ def _refuse(inputs, label: str, why: str) -> list[str]:
     if not inputs:
         return []
     cond = " || ".join(_defined(n, k) for n, k in inputs)
+    # ATen's sentence first (its words: "Trying to use forward AD with"), then ours
+    name = label.split("::")[-1].split(".")[0]
     return [f"TORCH_CHECK_NOT_IMPLEMENTED(!({cond}),",
-            f'    "{label}: forward-mode AD is not supported: {why} (a dual tensor or torch.func.jvp '
-            f'reached it)");']
+            f'    "Trying to use forward AD with {name} that does not support it because it has not been '
+            f'implemented yet. {label}: forward-mode AD is not supported: {why} (a dual tensor or '
+            f'torch.func.jvp reached it)");']
+
+
+def _located(op: str, k: int, lines: list[str]) -> list[str]:
+    """The line computing forward formula k numbered as its yaml line (emit/lines.py)."""
+    at = next(j for j, x in enumerate(lines) if "_new_fw_grad = " in x or ") = " in x)
+    return lines[:at] + at_formula(op, f"fw{k}", [lines[at]]) + lines[at + 1:]
 
 
 def _apply(formula: str, fd: ForwardDerivative, names: list[str], idx: list[int], rnames: list[str],

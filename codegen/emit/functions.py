@@ -17,6 +17,7 @@ from ..errors import SpecError
 from .backward import backward_body
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, function_file, include
 from ..templates import Template, load
+from .lines import INCLUDE, number_back, render_lines
 from .load_check import render_load_check
 from .options import EmitOptions
 from .prelude import render_preludes
@@ -130,8 +131,8 @@ class _Op:
     def definitions(self, ns: str) -> str:
         op, here = self.op, function_file(self.op, ".cpp")
         mask = f"std::array<bool, {self.n}>"
-        return _FUNCTION_CPP.substitute(
-            banner=BANNER, description=self.source, ns=ns, op=op, n=str(self.n),
+        return number_back(_FUNCTION_CPP.substitute(
+            banner=BANNER, description=self.source, ns=ns, op=op, n=str(self.n), derivative_lines=INCLUDE,
             own_header=include(here, function_file(op, ".h")),
             prelude_impl_h=include(here, PRELUDE_IMPL_H), load_check_h=include(here, LOAD_CHECK_H),
             params="".join(f",\n    {t}{'&' if ref else ''} {n}" for t, n, ref in self.params),
@@ -146,7 +147,7 @@ class _Op:
             before=[_swap("before", s) for s in self.slots], after=[_swap("after", s) for s in self.slots],
             packed_types=[f"{_packed_type(t)}," for t in [mask] + [t for t, _, _ in self.params]],
             pack=[f"{_pack(mask, 'needs_input_grad')};"]
-            + [f"{_pack(t, a)};" for (t, _, _), a in zip(self.params, self.call_args)])
+            + [f"{_pack(t, a)};" for (t, _, _), a in zip(self.params, self.call_args)]), f"../{here}")
 
 
 def render_op(info: DifferentiabilityInfo, opts: EmitOptions) -> dict[str, str]:

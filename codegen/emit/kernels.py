@@ -20,12 +20,13 @@ from typing import Optional, Sequence
 from ..api.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
 from ..api.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT, return_names, return_type, scalarT,
                        stringViewT, symIntArrayRefT)
-from ..model import FUNCTIONAL, INPLACE, OUT, Argument
+from ..model import FUNCTIONAL, INPLACE, OUT, Argument, is_tensor_like
 from ..native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
 from ..templates import Template, load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
 from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, registrations
+from .lines import AT_FORMULA, INCLUDE, number_back
 from .registration import registration
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
@@ -40,11 +41,14 @@ class KernelUnit:
     """One native function of an extension, with the info that differentiates it."""
     func: NativeFunction
     info: Optional[DifferentiabilityInfo]
+    # Between name and overload: `_`, or `__` where `_` would give an op
+    # named `x_out` and the overload `x.out` one C++ name (kernel_units).
+    overload_sep: str = "_"
 
     @property
     def stem(self) -> str:
         n = self.func.func.name
-        return f"{self.func.namespace}_{n.name}" + (f"_{n.overload}" if n.overload else "")
+        return f"{self.func.namespace}_{n.name}" + (f"{self.overload_sep}{n.overload}" if n.overload else "")
 
     @property
     def path(self) -> str:
@@ -75,7 +79,11 @@ def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> 
         if info is None and f.func.kind() == INPLACE:
             info = by_sig.get(f.func.signature_key)
         units.append(KernelUnit(f, info))
-    return units
+    # torch.library takes `myadd_out` beside `myadd.out`: the overload's
+    # names move aside (a collision left after that is units.py's error).
+    plain = {u.stem.lower() for u in units if not u.func.func.name.overload}
+    return [KernelUnit(u.func, u.info, "__") if u.func.func.name.overload and u.stem.lower() in plain else u
+            for u in units]
 
 
 # ------------------------------------------------------------------ render
@@ -100,15 +108,39 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
                             f"calls, but derivatives.yaml has an entry for it (line {unit.info.line}): remove "
                             f"one of them", f.file, key_line(f, "dispatch"), op)
         files[unit.path] = load("op_registration.cpp").substitute(
-            banner=BANNER, op=op, own_header=own_header,
+            banner=BANNER, op=op, own_header=[f'#include "{own_header}"'],
+            why="differentiated through its CompositeImplicitAutograd kernel",
             registration=registration(unit, opts, registrations(f, dispatch)))
         return files
+    if uses_autograd_fallback(unit):
+        files[unit.path] = load("op_registration.cpp").substitute(
+            banner=BANNER, op=op, own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
+            why="no derivatives entry: no Autograd kernel, torch's autograd fallback applies",
+            registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
+        return files
     impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
-    files[unit.path] = load("op_kernel.cpp").substitute(
+    holes = _autograd_kernel(unit, opts, ret, params)
+    located = any(AT_FORMULA in line for line in holes["body"])
+    files[unit.path] = number_back(load("op_kernel.cpp").substitute(
         banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl,
         own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
-        registration=registration(unit, opts, impls), **_autograd_kernel(unit, opts, ret, params))
+        derivative_lines=INCLUDE if located else [],
+        registration=registration(unit, opts, impls), **holes), f"../{unit.path}")
     return files
+
+
+def uses_autograd_fallback(unit: KernelUnit) -> bool:
+    """An op with no derivatives entry (other than an out= overload) gets no
+    Autograd kernel: torch's fallback for an op without one then decides,
+    as for the same op registered through torch.library (it runs the kernel
+    below autograd; a gradient that would flow back through a result warns,
+    or raises under torch._C._set_autograd_fallback_mode('error'))."""
+    return unit.info is None and unit.func.func.kind() != OUT
+
+
+def signature_of(f: NativeFunction) -> tuple[str, list[str]]:
+    """The C++ return type and parameter types a hand-written kernel of `f` has."""
+    return _signature(f)
 
 
 def _signature(f: NativeFunction) -> tuple[str, list[str]]:
@@ -174,6 +206,7 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
             "(void)_any_requires_grad;"]
     if inplace:
         out.append("check_inplace(self, _any_requires_grad);")
+    out += unchecked_input_checks(unit, info)
     if "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None:
         out.append("auto options = at::TensorOptions().dtype(dtype).layout(layout).device(device)"
                    ".pinned_memory(pin_memory);")
@@ -209,6 +242,23 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
         out.append(f"  set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);")
     out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=False)]
     return out + ["}"] + fw.after + ["return _result;"]
+
+
+def inputs_without_formula(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
+    """The tensor inputs (not out=) of `unit` that `info` gives no formula and
+    does not mark non_differentiable: legal, as in ATen, and checked at run
+    time (ATen also leaves out an input named `output`)."""
+    with_formula = {b.name for b in info.args_with_derivatives}
+    return [a.name for a in unit.func.func.arguments.flat_non_out
+            if is_tensor_like(a.type) and a.name not in with_formula
+            and a.name not in info.non_differentiable_arg_names and a.name != "output"]
+
+
+def unchecked_input_checks(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
+    """ATen's check that an input without a formula does not require grad:
+    `The function 'mm2' is not differentiable with respect to argument 'b'`."""
+    name = unit.func.func.name.name
+    return [f'check_no_requires_grad({a}, "{a}", "{name}");' for a in inputs_without_formula(unit, info)]
 
 
 def _plain_body(unit: KernelUnit, call: list[str], ret: str) -> list[str]:

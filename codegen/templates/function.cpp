@@ -4,6 +4,7 @@ ${description}
 #include "${own_header}"
 #include "${prelude_impl_h}"
 #include "${load_check_h}"
+${derivative_lines}
 
 namespace ${ns} {
 

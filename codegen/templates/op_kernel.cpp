@@ -9,6 +9,7 @@ ${prelude_impl}
 #include <torch/csrc/autograd/VariableTypeUtils.h>
 #include <torch/library.h>
 ${manual_include}
+${derivative_lines}
 
 namespace ${ns} {
 namespace {

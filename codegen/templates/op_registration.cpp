@@ -1,7 +1,7 @@
 ${banner}
-// Registration of ${op} (differentiated through its CompositeImplicitAutograd kernel)
+// Registration of ${op} (${why})
 
-#include "${own_header}"
+${own_header}
 #include <torch/library.h>
 
 ${registration}

@@ -68,12 +68,14 @@ def first_error(text: str) -> str:
     m = _SCONS_ERROR.search(text)
     if m:
         said = m.group(1).strip()
-        before = [line.strip() for line in text[:m.start()].splitlines()[-1:]]
-        # `[obj/x.so] Error 1` alone says nothing: the command's own last
-        # line does (`ld: ...: No space left on device`), unless that is the
-        # command itself.
-        if re.fullmatch(r"\[.*\] Error \d+", said) and before and before[0] and " -o " not in before[0]:
-            return f"{before[0]} {said}"
+        # `[obj/x.so] Error 1` alone says nothing: the failing command's own
+        # last line does (`ld: ...: No space left on device`): the nearest
+        # line above that is neither a command (-j interleaves them) nor SCons's.
+        if re.fullmatch(r"\[.*\] Error \d+", said):
+            for line in reversed(text[:m.start()].splitlines()[-20:]):
+                line = line.strip()
+                if line and " -o " not in line and not line.startswith(("scons:", "autograd_")):
+                    return f"{line} {said}"
         return said
     m = _READ_ERROR.search(text)
     if m:

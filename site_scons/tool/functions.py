@@ -48,6 +48,7 @@ import sys
 
 import SCons
 import SCons.Action
+import SCons.Errors
 import SCons.Script
 import SCons.Util
 
@@ -151,6 +152,8 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
         _no_duplicate(out.Dir(sub))
     paths = [env.File(p).srcnode().abspath if p is not None else None  # the real spec, under a variant_dir
              for p in (native_functions, derivatives, tags)]
+    if kernels:  # for the check after linking (_shared_library)
+        _KERNEL_SPECS[out.abspath] = tuple(paths)
     env.AppendUnique(CPPPATH=[out])
 
     if SCons.Script.GetOption("clean"):
@@ -191,6 +194,42 @@ def _plain_objects(env, out, nodes, result, auto):
     pch="auto", the edit TUs' with it (_edit_objects)."""
     with_prelude = _edit_objects(env, out, nodes, result) if auto else {}
     return SCons.Util.NodeList([with_prelude.get(n) or env.SharedObject(n)[0] for n in nodes])
+
+
+# generated folder -> its specs' paths: a library linked from its objects is
+# checked for kernels that native_functions.yaml declares and no object
+# defines (codegen/kernel_check.py), before anything can load it.
+_KERNEL_SPECS = {}
+
+
+def _shared_library(env, *args, **kw):
+    """env.SharedLibrary, and for a library with objects of a generated
+    folder the check after linking (an action after the link, out of the
+    signature: nothing relinks for it)."""
+    lib = env["BUILDERS"]["SharedLibrary"](env, *args, **kw)
+    sources = [str(getattr(s, "abspath", s)) for n in lib for s in n.sources]
+    folders = sorted({k for k in _KERNEL_SPECS for s in sources if s.startswith(k + os.sep)})
+    if folders:
+        specs = [_KERNEL_SPECS[f] for f in folders]
+        env.AddPostAction(lib[:1], SCons.Action.Action(
+            lambda target, source, env: _check_kernels(target, specs), None))
+    return lib
+
+
+def _check_kernels(target, specs):
+    from autograd_scons.codegen.emit.kernels import kernel_units
+    from autograd_scons.codegen.kernel_check import missing_kernels, undefined_symbols
+    from autograd_scons.codegen.load_derivatives import infos_from_specs, load_specs
+    lines = undefined_symbols(target[0].abspath)
+    if not lines or not any("::native::" in x for x in lines):
+        return 0
+    for nf, d, tags in specs:
+        loaded = load_specs(nf, d, tags)
+        found = missing_kernels(kernel_units(loaded.native, infos_from_specs(loaded)), lines)
+        if found:
+            os.remove(target[0].abspath)  # never left for a load to fail on
+            raise SCons.Errors.BuildError(node=target[0], errstr=found[0], exitstatus=2)
+    return 0
 
 
 def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=None,
@@ -250,6 +289,7 @@ def generate(env):
                                    "regenerated, and where it compiles (repeatable)")
         except optparse.OptionConflictError:  # added by another copy of this tool
             pass
+    env.AddMethod(_shared_library, "SharedLibrary")
     env.AddMethod(AutogradFunctions, "AutogradFunctions")
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
     env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",

@@ -60,4 +60,5 @@ def test_per_op_tu_includes_only_its_header_and_prelude(out):
     for op in ALONE:
         with open(os.path.join(out, "functions", f"{op}.cpp")) as f:
             includes = [line.strip() for line in f if line.startswith("#include")]
-        assert includes == [f'#include "{op}.h"', '#include "../prelude_impl.h"', '#include "../load_check.h"']
+        assert includes == [f'#include "{op}.h"', '#include "../prelude_impl.h"', '#include "../load_check.h"',
+                            "#include AGF_DERIVATIVE_LINES_H"]   # the formulas' lines (codegen/emit/lines.py)

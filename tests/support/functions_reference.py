@@ -211,4 +211,6 @@ def our_files(opts) -> dict:
     for info in infos:
         files.update(render_op(info, opts))
     files.update(render_shared([i.op for i in infos], opts))
+    from autograd_scons.codegen.emit.lines import render_lines
+    files.update(render_lines(infos))
     return files

@@ -1,0 +1,256 @@
+"""The differential suite: the generated Autograd kernels of
+tests/fixtures/aten_mirror (ops mirroring ATen's, kernels calling the ATen
+op) against ATen's own, same calls, same outcomes: outputs, gradients
+(a tensor, None) and errors (exception type and key words).  Where ATen's
+behaviour cannot be matched from outside libtorch, docs/yaml-reference.md
+says why and the scenario asserts our documented behaviour instead.
+
+Prints "N scenario pairs, N agree"; fails on any disagreement."""
+
+import itertools
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+from torch.utils import cpp_extension
+
+from support.spec_facts import REPO
+
+pytestmark = pytest.mark.compile
+
+FIXTURE = os.path.join(REPO, "tests", "fixtures", "aten_mirror")
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory):
+    root = tmp_path_factory.mktemp("aten_mirror")
+    gen = subprocess.run(
+        [sys.executable, "-m", "autograd_scons", "generate", "-q", "--native-functions",
+         os.path.join(FIXTURE, "native_functions.yaml"), "--derivatives", os.path.join(FIXTURE, "derivatives.yaml"),
+         "--out", str(root / "gen"), "--namespace", "mirror::autograd", "--include", "helpers.h", "--unity", "1"],
+        cwd=REPO, capture_output=True, text=True)
+    assert gen.returncode == 0, gen.stderr
+    (root / "build").mkdir()
+    cpp_extension.load("autograd_ext_aten_mirror", [os.path.join(FIXTURE, "kernels.cpp"),
+                                                    str(root / "gen" / "unity" / "bucket_0.cpp")],
+                       extra_cflags=["-O0", "-w"], extra_include_paths=[FIXTURE, str(root)],
+                       build_directory=str(root / "build"), is_python_module=False, verbose=False)
+    return torch.ops.mirror
+
+
+# Words an error message is compared by (both messages must contain the same ones).
+KEYWORDS = ("leaf Variable", "modified by an inplace operation", "not differentiable with respect to argument",
+            "out=", "does not require grad", "view", "forward AD", "not implemented", "backward through the graph")
+
+
+def outcome(fn):
+    """What calling fn did: ('ok', value) or ('error', type name, key words)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ("ok", fn())
+    except Exception as e:   # noqa: BLE001: every error is an outcome to compare
+        # (the message itself is shown on a disagreement, not compared)
+        return ("error", type(e).__name__, tuple(k for k in KEYWORDS if k in str(e)), str(e)[:300])
+
+
+def same(a, b):
+    if isinstance(a, (tuple, list)):
+        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype and \
+            a.requires_grad == b.requires_grad and torch.allclose(a.detach(), b.detach(), equal_nan=True)
+    return a == b
+
+
+RESULTS = []
+
+
+def compare(name, ours, atens):
+    a, b = outcome(ours), outcome(atens)
+    agree = a[0] == b[0] and (same(a[1], b[1]) if a[0] == "ok" else a[1:3] == b[1:3])
+    RESULTS.append((name, agree, a if not agree else None, b if not agree else None))
+    return agree
+
+
+def data(seed, *shapes):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(*s, dtype=torch.double, generator=g) for s in shapes]
+
+
+def leaves(ts, flags):
+    return [t.clone().requires_grad_(f) for t, f in zip(ts, flags)]
+
+
+def grads_after(fn, inputs, pick=lambda r: r):
+    """fn(*inputs), then backward of the picked output's sum: the output and
+    each input's .grad (None where none arrived)."""
+    out = fn(*inputs)
+    picked = pick(out)
+    if picked.requires_grad:
+        picked.sum().backward()
+    return out, [x.grad for x in inputs]
+
+
+# ----------------------------------------------------------------- ops
+
+def binary_ops(m):
+    """(name, ours, aten, shapes, pick, extra args)"""
+    return [
+        ("mul", m.mul.Tensor, torch.mul, [(3, 4), (3, 4)], lambda r: r),
+        ("max.dim", lambda x: m.max.dim(x, 1), lambda x: torch.max(x, 1), [(3, 4)], lambda r: r[0]),
+        ("where", lambda c, x, y: m.where.self(c > 0, x, y), lambda c, x, y: torch.where(c > 0, x, y),
+         [(3, 4)] * 3, lambda r: r),
+        ("cat", lambda x, y: m.cat([x, y], 1), lambda x, y: torch.cat([x, y], 1), [(3, 2), (3, 4)], lambda r: r),
+        ("clamp", lambda x: m.clamp(x, -0.5, 0.5), lambda x: torch.clamp(x, -0.5, 0.5), [(3, 4)], lambda r: r),
+        ("clamp-min", lambda x: m.clamp(x, -0.5), lambda x: torch.clamp(x, -0.5), [(3, 4)], lambda r: r),
+        ("exp", m.exp, torch.exp, [(3, 4)], lambda r: r),
+        ("soft_margin_loss", m.soft_margin_loss, torch.ops.aten.soft_margin_loss, [(3, 4), (3, 4)], lambda r: r),
+    ]
+
+
+def test_differential_suite(m, capsys, record_property):
+    RESULTS.clear()
+    for i, (name, ours, aten, shapes, pick) in enumerate(binary_ops(m)):
+        ts = data(i, *shapes)
+        for flags in itertools.product([False, True], repeat=len(ts)):
+            tag = f"{name} requires_grad={flags}"
+            compare(tag, lambda: grads_after(ours, leaves(ts, flags), pick),
+                    lambda: grads_after(aten, leaves(ts, flags), pick))
+        all_rg = (True,) * len(ts)
+        for mode, ctx in (("no_grad", torch.no_grad), ("inference_mode", torch.inference_mode)):
+            def under(fn, ctx=ctx):
+                with ctx():
+                    out = fn(*leaves(ts, all_rg))
+                return [o.requires_grad for o in (out if isinstance(out, tuple) else (out,))], out
+            compare(f"{name} {mode}", lambda: under(ours), lambda: under(aten))
+
+        def anomaly(fn):
+            with torch.autograd.detect_anomaly(check_nan=False):
+                return grads_after(fn, leaves(ts, all_rg), pick)
+        compare(f"{name} anomaly mode", lambda: anomaly(ours), lambda: anomaly(aten))
+
+        def double(fn):
+            xs = leaves(ts, all_rg)
+            y = pick(fn(*xs)).pow(2).sum()
+            gs = torch.autograd.grad(y, xs, create_graph=True, allow_unused=True)
+            s = sum(g.sum() for g in gs if g is not None and g.requires_grad)
+            if not isinstance(s, torch.Tensor):
+                return [g is None for g in gs]
+            return torch.autograd.grad(s, xs, allow_unused=True)
+        compare(f"{name} double backward", lambda: double(ours), lambda: double(aten))
+
+        def forward_ad(fn):
+            with fwAD.dual_level():
+                xs = [fwAD.make_dual(t, torch.ones_like(t)) for t in ts]
+                out = pick(fn(*xs))
+                return fwAD.unpack_dual(out).tangent
+        compare(f"{name} forward AD (dual tensors)", lambda: forward_ad(ours), lambda: forward_ad(aten))
+
+    # In-place and out= (mul_, mul.out).
+    x, y = data(50, (3, 4), (3, 4))
+    compare("mul_ on a leaf that requires grad", lambda: m.mul_.Tensor(x.clone().requires_grad_(), y),
+            lambda: x.clone().requires_grad_().mul_(y))
+
+    def on_view(fn):
+        a = x.clone().requires_grad_()
+        v = a[1:]
+        fn(v)
+        v.sum().backward()
+        return a.grad
+    compare("mul_ on a view of a leaf", lambda: on_view(lambda v: m.mul_.Tensor(v, y[1:])),
+            lambda: on_view(lambda v: v.mul_(y[1:])))
+
+    def inplace_rg_other(fn):
+        a, b = x.clone(), y.clone().requires_grad_()
+        out = fn(a, b)
+        out.sum().backward()
+        return out, b.grad
+    compare("mul_ with other requiring grad", lambda: inplace_rg_other(m.mul_.Tensor),
+            lambda: inplace_rg_other(torch.Tensor.mul_))
+
+    def modified_after_save(fn):
+        a, b = x.clone().requires_grad_(), y.clone()
+        out = fn(a, b)
+        b.add_(1)            # saved by the formula for a
+        out.sum().backward()
+        return a.grad
+    compare("input modified in place after it was saved", lambda: modified_after_save(m.mul.Tensor),
+            lambda: modified_after_save(torch.mul))
+
+    def out_variant(fn, flags):
+        a, b = leaves([x, y], flags)
+        o = torch.empty(3, 4, dtype=torch.double)
+        return fn(a, b, out=o)
+    for flags in [(False, False), (True, False), (False, True)]:
+        compare(f"mul.out requires_grad={flags}", lambda: out_variant(m.mul.out, flags),
+                lambda: out_variant(torch.mul, flags))
+
+    def inplace_jvp(fn):
+        with fwAD.dual_level():
+            a = fwAD.make_dual(x.clone(), torch.ones_like(x))
+            fn(a, y)
+            return fwAD.unpack_dual(a).tangent
+    compare("mul_ forward AD", lambda: inplace_jvp(m.mul_.Tensor), lambda: inplace_jvp(torch.Tensor.mul_))
+    compare("mul torch.func.jvp", lambda: torch.func.jvp(m.mul.Tensor, (x, y), (y, x)),
+            lambda: torch.func.jvp(torch.mul, (x, y), (y, x)))
+
+    # An unused output: its incoming gradient is undefined.
+    def unused_output(fn):
+        a = x.clone().requires_grad_()
+        values, _ = fn(a)
+        (values * 0).sum().backward()
+        return a.grad
+    compare("max.dim, indices unused", lambda: unused_output(lambda a: m.max.dim(a, 1)),
+            lambda: unused_output(lambda a: torch.max(a, 1)))
+
+    # No entry at all: against the same op registered through torch.library alone.
+    for name, ours, ref in (("twice", m.twice, torch.ops.mirror_ref.twice),):
+        for flags in [(False,), (True,)]:
+            compare(f"{name} (no entry) requires_grad={flags}", lambda: grads_after(ours, leaves([x], flags)),
+                    lambda: grads_after(ref, leaves([x], flags)))
+
+    def myadd(fn, flags):
+        a, b = leaves([x, y], flags)
+        o = torch.zeros(3, 4, dtype=torch.double)
+        fn(a, b, o)
+        return o, o._version
+    for flags in [(False, False), (True, False), (True, True)]:
+        compare(f"myadd_out (no entry, -> ()) requires_grad={flags}",
+                lambda: myadd(m.myadd_out, flags), lambda: myadd(torch.ops.mirror_ref.myadd_out, flags))
+
+    n = len(RESULTS)
+    agree = sum(1 for r in RESULTS if r[1])
+    record_property("summary", f"{n} scenario pairs, {agree} agree")   # shown at the end (tests/conftest.py)
+    with capsys.disabled():
+        print(f"\n{n} scenario pairs, {agree} agree")
+        for name, ok, a, b in RESULTS:
+            if not ok:
+                print(f"  DISAGREE {name}: ours {a!r:.500} / aten {b!r:.500}")
+    assert agree == n, [r[0] for r in RESULTS if not r[1]]
+
+
+def test_input_without_formula_raises_as_aten_does(m):
+    """mm2 has a formula for `a` only: `b` requiring grad raises, as ATen's
+    soft_margin_loss does for its `target` (which has none either)."""
+    a, b = data(7, (3, 4), (3, 4))
+    with pytest.raises(RuntimeError) as ours:
+        m.mm2(a, b.requires_grad_())
+    assert str(ours.value).startswith("The function 'mm2' is not differentiable with respect to argument 'b'. "
+                                      "This input cannot have requires_grad True."), ours.value
+    with pytest.raises(RuntimeError) as atens:
+        torch.ops.aten.soft_margin_loss(a, b)
+    assert str(atens.value) == str(ours.value).replace("'mm2'", "'soft_margin_loss'").replace("'b'", "'target'")
+    m.mm2(a.requires_grad_(), b.detach()).sum().backward()   # through `a`: fine
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_mutating_op_without_entry_passes_opcheck_as_torch_library_does(m, requires_grad):
+    a, b = data(8, (3, 4), (3, 4))
+    args = (a.requires_grad_(requires_grad), b.requires_grad_(requires_grad), torch.zeros(3, 4, dtype=torch.double))
+    for op in (torch.ops.mirror.myadd_out.default, torch.ops.mirror_ref.myadd_out.default):
+        torch.library.opcheck(op, args)
