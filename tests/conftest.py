@@ -19,11 +19,31 @@ Tiers (markers):
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 
 import pytest
 
-from support import spec_facts
+
+def _this_checkouts_package():
+    """The package under test is this checkout's site_scons/ (`autograd_scons`,
+    the generator inside it).  Where the interpreter running the tests has
+    none installed (the cuda tier's venv runs some of these modules), it is
+    registered from the checkout, as SCons's site_init.py does for a build."""
+    if "autograd_scons" in sys.modules or importlib.util.find_spec("autograd_scons") is not None:
+        return
+    site = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons")
+    spec = importlib.util.spec_from_file_location("autograd_scons", os.path.join(site, "__init__.py"),
+                                                  submodule_search_locations=[site])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["autograd_scons"] = package
+    spec.loader.exec_module(package)
+
+
+_this_checkouts_package()
+
+from support import spec_facts  # noqa: E402 (after the package is importable)
 
 REPO = spec_facts.REPO  # the one definition: import it from spec_facts
 
