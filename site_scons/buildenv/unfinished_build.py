@@ -16,8 +16,9 @@ database is chosen and before any target is built:
   removed, and SCons rebuilds it.  That costs one read of each recorded target
   (docs/failures.md), and only after a build that did not finish;
 - then it writes the mark, and removes it as soon as SCons has saved the
-  database.  A build that fails (a compile error, Ctrl-C inside SCons) saves
-  its database too, so only a build that died leaves the mark.
+  database, after a build with no failure.  A build that failed or was
+  interrupted (Ctrl-C inside SCons) keeps the mark: its last step's file may
+  be newer than its record.
 """
 
 from __future__ import annotations
@@ -97,7 +98,11 @@ def _saved(write, db_path):
             # dblite writes `<db>.tmp`, then renames it: a failed write (a
             # full disk) leaves it, and would again when the database is
             # collected at exit.  The mark stays, for the next build.
-            for db in SCons.SConsign.DB_sync_list:
+            import gc
+
+            import SCons.dblite
+            for db in list(SCons.SConsign.DB_sync_list) + [o for o in gc.get_objects()
+                                                          if isinstance(o, SCons.dblite._Dblite)]:
                 if hasattr(db, "_needs_sync"):
                     db._needs_sync = False
             try:
@@ -105,11 +110,17 @@ def _saved(write, db_path):
             except OSError:
                 pass
             raise
-        while _pending:
-            try:
-                os.unlink(_pending.pop())
-            except OSError:
-                pass
+        import SCons.Script
+        # A failed or interrupted build saves its database too, but the step
+        # it was in keeps its old record while its file may hold the new
+        # output (a link or launcher that finished writing before Ctrl-C):
+        # the mark stays, and the next build checks every target.
+        if not SCons.Script.GetBuildFailures():
+            while _pending:
+                try:
+                    os.unlink(_pending.pop())
+                except OSError:
+                    pass
         return result
     write_then_unmark.autograd_unmarks = True
     return write_then_unmark

@@ -218,7 +218,9 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
     result = runner.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
                                  verbose=verbose, label=label, lock=lock)
     _publish(os.path.join(folder, "obj", f"{name}.so"), library)
-    stamp.write_stamp(stamp_path, key, result.inputs_path, outputs=[library])
+    # obj/'s link too: a later key change that rebuilds nothing publishes it again
+    stamp.write_stamp(stamp_path, key, result.inputs_path,
+                      outputs=[library, os.path.join(folder, "obj", f"{name}.so")])
 
 
 def _digests(stamp_path: str) -> list:
