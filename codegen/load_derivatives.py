@@ -23,6 +23,7 @@ from .api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDeri
                            unique_by_name, uses_ident)
 from .api.cpp import Binding, cpp_arguments, return_names, return_type
 from .errors import SpecError
+from .grad_usage import check_grad_usage as _check_grad_usage, grad_indices as _grad_indices
 from .matching import Matcher, view_copy_infos
 from .saved_attributes import saved_attributes
 from .model import INPLACE, FunctionSchema, Type
@@ -35,9 +36,7 @@ AUTOGRAD_KEYS = frozenset(
         "PrivateUse1", "PrivateUse2", "PrivateUse3")])
 
 _NAME_RE = re.compile(r"(\w+)(\.\w+)?\((.*)\)")
-_GRAD_INDEX_RE = re.compile(r"(?:^|\W)grads\[(\d+)\]")
 _RESULT_N_RE = re.compile(r"^result(\d+)$")
-_GRADS_RE = re.compile(IDENT.format("grads"))
 
 
 @dataclass
@@ -392,23 +391,3 @@ def _output_types(fs: FunctionSchema, names: tuple[str, ...]) -> tuple[Type, ...
     if names == ("result",):
         return (fs.returns[0].type,)
     return tuple(fs.returns[int(m.group(1))].type for n in names if (m := _RESULT_N_RE.match(n)))
-
-
-def _grad_indices(formula: str) -> list[int]:
-    return [int(i) for i in _GRAD_INDEX_RE.findall(formula)]
-
-
-def _check_grad_usage(derivatives: Sequence[Derivative]) -> None:
-    """`grad`, `grads[i]` and `grad_<output>` are three ways to name incoming
-    gradients; one info must stick to one of them."""
-    uses_grad = any(uses_ident(d.formula, "grad") for d in derivatives)
-    n_grads = sum(len(_GRADS_RE.findall(d.formula)) for d in derivatives)
-    named = any(d.named_gradients for d in derivatives)
-    indices = [i for d in derivatives for i in _grad_indices(d.formula)]
-    if uses_grad and n_grads:
-        raise ValueError("formulas mix 'grad' and 'grads'; write grads[0] instead of grad")
-    if n_grads == len(indices) and set(indices) == {0}:
-        raise ValueError("formulas use only grads[0]; write 'grad' if the first output is the only "
-                         "differentiable one")
-    if named and (uses_grad or n_grads):
-        raise ValueError("formulas mix 'grad_<output>' with 'grad' or 'grads[i]'")

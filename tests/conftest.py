@@ -33,12 +33,9 @@ def _this_checkouts_package():
     registered from the checkout, as SCons's site_init.py does for a build."""
     if "autograd_scons" in sys.modules or importlib.util.find_spec("autograd_scons") is not None:
         return
+    import runpy
     site = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons")
-    spec = importlib.util.spec_from_file_location("autograd_scons", os.path.join(site, "__init__.py"),
-                                                  submodule_search_locations=[site])
-    package = importlib.util.module_from_spec(spec)
-    sys.modules["autograd_scons"] = package
-    spec.loader.exec_module(package)
+    runpy.run_path(os.path.join(site, "site_init.py"))
 
 
 _this_checkouts_package()
