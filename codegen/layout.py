@@ -79,8 +79,8 @@ def prelude_pays(tus_taking_it: int) -> bool:
     binding TUs and the caller's sources compiled with it, never the edit
     TUs (they come and go with edits: counting them would switch the prelude,
     and recompile everything, in the middle of an edit loop; the tool gives
-    them the prelude regardless).  The rule of load()'s `pch="auto"`;
-    `scons`'s PCH=auto keeps it on for every TU, for the edit loop."""
+    them the prelude regardless).  The rule of `pch="auto"` (request.Pch)
+    for a cold build's TUs."""
     return tus_taking_it >= PCH_MIN_TUS
 
 

@@ -80,7 +80,7 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
     own = in_build(sources)
     functions = env.AutogradFunctions(os.path.join(build, "gen"), native_functions=native_functions,
                                       derivatives=derivatives, namespace=f"{package}::autograd",
-                                      includes=list(includes), unity=env["UNITY"], pch=env["AUTOGRAD_EXAMPLE_PCH"],
+                                      includes=list(includes), unity=env["UNITY"], pch=env["AUTOGRAD_PCH"],
                                       python=env["PYTHON"], pch_sources=own)  # returned among the TUs
     cuda_in_build = in_build(cuda_sources)
     cuda = env.CudaObjects(cuda_in_build)

@@ -9,9 +9,9 @@ linker.  Call from an SConstruct:
     env, facts = environment.environment(vars, cuda=lambda env: True)
 
 `cuda(env)` says whether the .cu kernels are configured (cuda_flags; the
-reason they are left out is printed).  The environment has `pch` (bool)
-under AUTOGRAD_EXAMPLE_PCH, the tools autograd_functions and nvcc loaded,
-and torch's flags.
+reason they are left out is printed).  The environment has PCH's policy
+(codegen/request.py, Pch) under AUTOGRAD_PCH, for the builders' `pch=`; the
+tools autograd_functions and nvcc loaded, and torch's flags.
 """
 
 import os
@@ -25,6 +25,7 @@ from autograd_scons.buildenv import cuda_flags
 from autograd_scons.buildenv import torch_flags
 from autograd_scons.buildenv import unfinished_build
 from autograd_scons.buildenv import verified_cache
+from autograd_scons.codegen.request import Pch
 
 
 def add_variables(vars):
@@ -36,7 +37,9 @@ def add_variables(vars):
                   "N = N unity buckets; 0 = one TU per op", "auto"),
         ("FUSE_LD", "linker (-fuse-ld=...): auto = gold when installed (3x faster than bfd on the "
                     "711 objects of SPECS=torch), bfd, gold, lld", "auto"),
-        S.EnumVariable("PCH", "precompiled prelude header (GCC's .gch): auto = on unless CXX is clang", "auto",
+        S.EnumVariable("PCH", "precompiled prelude header (GCC's .gch): auto = for the edit TUs, and for a "
+                       "cold build's TUs where they are enough to pay for it; never for clang "
+                       "(docs/compile-layout.md); 1 = every TU; 0 = none", "auto",
                        allowed_values=("auto", "0", "1")),
         ("AUTOGRAD_EXPLAIN", "OP[,OP...]: say why these Functions were (not) regenerated", ""),
         S.PathVariable("CACHEDIR", "object cache shared between checkouts (SCons CacheDir)", "",
@@ -69,13 +72,7 @@ def environment(vars, cuda):
         S.SetOption("num_jobs", os.cpu_count() or 1)
 
     build = env["BUILD"]
-    # The precompiled prelude, for both spec sets: a formula edit then costs one
-    # edit TU against it (~0.5 header parses instead of ~1.2), and the cold
-    # build pays the precompile (~2 parses) on the core the buckets leave idle
-    # (docs/compile-layout.md).  The .gch is GCC's format: clang is left alone.
-    cxx = os.path.basename((shlex.split(env.subst("$CXX")) or [""])[0])
-    pch = env["PCH"] == "1" or (env["PCH"] == "auto" and "clang" not in cxx)
-    env["AUTOGRAD_EXAMPLE_PCH"] = pch  # specs/SConscript
+    env["AUTOGRAD_PCH"] = Pch.parse(env["PCH"])
     _database(env, build)
     _compiler(env)
     env.Replace(LINK="$CXX")  # not $SMARTLINK, which walks every source on each link

@@ -39,6 +39,7 @@ from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
 from autograd_scons.codegen.writer import write_atomic
 from autograd_scons.codegen.lock import BuildLock, FolderError
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
+from autograd_scons.jit.request import LoadError, LoadRequest, label as _label, words as _words
 
 SPEC = "load_spec.json"
 STAMP = ".up_to_date.json"
@@ -46,18 +47,10 @@ _SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sconstru
 _loaded: dict = {}  # name -> _Loaded, for this process
 
 
-class LoadError(RuntimeError):
-    """Bad arguments, or a library already loaded whose inputs changed (one line)."""
-
-
 class _Loaded:
     def __init__(self, folder, library, key, digests, namespace):
         self.folder, self.library, self.key = folder, library, key
         self.digests, self.namespace = digests, namespace
-
-
-def _label(name) -> str:
-    return f"load({name})" if isinstance(name, str) else f"load({name!r})"
 
 
 MAX_NAME = 100  # it names a folder and `<name>.so.<pid>.tmp`: far below any file system's 255
@@ -81,20 +74,6 @@ def _file(path, what: str, name: str) -> str:
     return full
 
 
-def _words(text, what: str, name: str) -> list:
-    if text is None:
-        return []
-    if isinstance(text, str):
-        text = [text]
-    if not all(isinstance(t, str) for t in text):
-        raise LoadError(f"{_label(name)}: {what} must be a list of strings")
-    return list(text)
-
-
-def _compiler() -> str:
-    return os.environ.get("CXX") or "g++"
-
-
 def folder_key() -> str:
     """`<python ABI>_torch<version>_<cpu|cuXY|rocmXY>_<compiler>`: two torch
     versions or builds, Pythons or compilers never share an object."""
@@ -102,7 +81,7 @@ def folder_key() -> str:
     version = torch.__version__.split("+")[0]
     build = f"cu{torch.version.cuda.replace('.', '')}" if torch.version.cuda else \
         f"rocm{torch.version.hip.split('-')[0]}" if getattr(torch.version, "hip", None) else "cpu"
-    words = shlex.split(_compiler()) or ["g++"]
+    words = shlex.split(os.environ.get("CXX") or "g++") or ["g++"]
     found = shutil.which(words[0])
     tag = hashlib.sha256(json.dumps([words, os.path.realpath(found) if found else None]).encode()).hexdigest()[:8]
     program = re.sub(r"[^A-Za-z0-9+._-]", "_", os.path.basename(words[0]))
@@ -162,16 +141,12 @@ def _publish(linked: str, library: str) -> None:
         write_atomic(library, data, 0o700)
 
 
-def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache_dir, inline=None):
-    label = _label(name)
-    # PCH is in `key` with the other variables: switching it runs SCons, whose
-    # signatures (the -include of the prelude is on every command line) then
-    # recompile every object built with the other setting.
-    variables = {"BUILD": ".", "CXX": _compiler(), "CUDA": {"auto": "auto", True: "1", False: "0"}[cuda],
-                 "PCH": {"auto": "auto", True: "1", False: "0"}[pch],
-                 "PYTHON": "1" if spec.pop("python") else "0", "UNITY": str(spec.pop("unity")),
-                 "CACHEDIR": os.path.abspath(cache_dir) if cache_dir else ""}
-    jobs = runner.default_jobs()
+def _build_and_load(request, folder, root, verbose, timeout, inline=None):
+    name, label = request.name, _label(request.name)
+    # The request (PCH with the rest) is in `key`: switching PCH runs SCons,
+    # whose signatures (the -include of the prelude is on every command line)
+    # then recompile every object built with the other setting.
+    spec, variables, jobs = request.spec(), request.variables(), runner.default_jobs()
     import torch
     key = {"spec": spec, "variables": variables, "jobs": jobs, "torch": torch_flags.torch_stamp(os.path.dirname(torch.__file__)),
            "inline": {k: hashlib.sha256(v.encode()).hexdigest() for k, v in (inline or {}).items()},
@@ -193,7 +168,7 @@ def _build_and_load(name, spec, folder, root, verbose, timeout, cuda, pch, cache
             raise FolderError(e.errno, f"{label}: cannot write{where}: {e.strerror}") from None
         digests = _digests(stamp_path)
         torch.ops.load_library(library)
-    namespace = getattr(torch.ops, _op_namespace(spec["native_functions"]))
+    namespace = getattr(torch.ops, _op_namespace(request.native_functions))
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace
 
@@ -206,7 +181,7 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
         path = os.path.join(folder, rel)
         ensure_private(os.path.dirname(path), folder, label)
         _write_if_changed(path, text)
-    _write_if_changed(os.path.join(folder, SPEC), json.dumps(dict(spec, name=name), indent=1, sort_keys=True))
+    _write_if_changed(os.path.join(folder, SPEC), json.dumps(spec, indent=1, sort_keys=True))
     if stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
         return
     if stamp.outputs_differ(stamp_path):
@@ -249,21 +224,12 @@ def _again(label, before, folder, key, stamp_path, timeout):
                     "to build and load the new one")
 
 
-def _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
-          extra_ldflags, extra_include_paths) -> dict:
-    """What load_sconstruct.py builds (load_spec.json), `files` checked."""
-    return dict(files, includes=_words(includes, "includes", name), namespace=namespace, python=bool(python),
-                kernels=bool(kernels), unity=unity, extra_cflags=_words(extra_cflags, "extra_cflags", name),
-                extra_cuda_cflags=_words(extra_cuda_cflags, "extra_cuda_cflags", name),
-                extra_ldflags=_words(extra_ldflags, "extra_ldflags", name),
-                include_paths=[os.path.abspath(p) for p in
-                               _words(extra_include_paths, "extra_include_paths", name)])
-
-
-def _check_switches(name, cuda, pch) -> None:
-    for what, value in (("cuda", cuda), ("pch", pch)):
-        if value not in ("auto", True, False):
-            raise LoadError(f"{_label(name)}: {what} must be 'auto', True or False, not {value!r}")
+def _request(name, files, sources, options) -> LoadRequest:
+    """The LoadRequest of a load() or load_inline() call: `files` are the
+    spec files (checked), `options` the call's other keywords."""
+    functions = dict(files, **{k: options.pop(k) for k in ("includes", "namespace", "python", "kernels",
+                                                           "unity", "pch")})
+    return LoadRequest.of(name, functions, sources, **options)
 
 
 def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
@@ -275,23 +241,19 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     runner.BuildError (a failed build: first error, log path),
     lock.LockTimeout, lock.FolderError.
 
-    `pch`: the precompiled prelude (GCC's .gch).  "auto" (default) compiles
-    a cold build's TUs against it only when enough of them take it for the
-    build to gain (codegen/layout.py, prelude_pays: not the example's 3 TUs,
-    but torch's specs), and the edit TUs always (the first formula edit
-    precompiles it); never for clang.  True / False force it for every TU
-    (PCH=1 / PCH=0).  `scons`'s own PCH=auto differs: on for every TU unless
-    clang."""
+    `pch`: the precompiled prelude's policy, as at every entry point
+    (docs/compile-layout.md): "auto" (default) for the edit TUs, and for a
+    cold build's TUs only where enough of them take it to pay for the
+    precompile; never for clang.  True / False: every TU / none."""
     _check_name(name)
-    _check_switches(name, cuda, pch)
     files = {"native_functions": _file(native_functions, "native_functions", name),
              "derivatives": _file(derivatives, "derivatives", name),
-             "tags": _file(tags, "tags", name) if tags is not None else None,
-             "sources": [_file(s, "source", name) for s in _words(sources, "sources", name)]}
-    spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
-                 extra_ldflags, extra_include_paths)
-    return _build_and_load(name, spec, build_folder(name, build_directory), _root(build_directory), verbose, timeout, cuda, pch,
-                           cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"))
+             "tags": _file(tags, "tags", name) if tags is not None else None}
+    request = _request(name, files, [_file(s, "source", name) for s in _words(sources, "sources", name)], dict(
+        includes=includes, namespace=namespace, python=python, kernels=kernels, unity=unity, pch=pch,
+        extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags,
+        extra_include_paths=extra_include_paths, cuda=cuda, cache_dir=cache_dir))
+    return _build_and_load(request, build_folder(name, build_directory), _root(build_directory), verbose, timeout)
 
 
 def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), *, tags=None,
@@ -301,10 +263,8 @@ def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_source
     """load() of texts: the yaml and the sources (a string or a list of
     strings each, joined into inline/main.cpp and inline/cuda.cu) are written
     into the build folder's inline/ only when they changed, so an unchanged
-    call is a no-op.  The other keywords are load()'s: `pch="auto"` (default)
-    uses the precompiled prelude only where it pays, unlike `scons`'s PCH=auto."""
+    call is a no-op.  The other keywords are load()'s."""
     _check_name(name)
-    _check_switches(name, cuda, pch)
     texts = {"native_functions.yaml": ("native_functions", native_functions),
              "derivatives.yaml": ("derivatives", derivatives), "tags.yaml": ("tags", tags),
              "main.cpp": ("cpp_sources", cpp_sources), "cuda.cu": ("cuda_sources", cuda_sources)}
@@ -321,8 +281,9 @@ def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_source
     folder = build_folder(name, build_directory)
     path = lambda file: os.path.join(folder, "inline", file) if f"inline/{file}" in inline else None  # noqa: E731
     files = {"native_functions": path("native_functions.yaml"), "derivatives": path("derivatives.yaml"),
-             "tags": path("tags.yaml"), "sources": [p for p in (path("main.cpp"), path("cuda.cu")) if p]}
-    spec = _spec(name, files, includes, namespace, python, kernels, unity, extra_cflags, extra_cuda_cflags,
-                 extra_ldflags, extra_include_paths)
-    return _build_and_load(name, spec, folder, _root(build_directory), verbose, timeout, cuda, pch,
-                           cache_dir or os.environ.get("AUTOGRAD_CACHEDIR"), inline=inline)
+             "tags": path("tags.yaml")}
+    request = _request(name, files, [p for p in (path("main.cpp"), path("cuda.cu")) if p], dict(
+        includes=includes, namespace=namespace, python=python, kernels=kernels, unity=unity, pch=pch,
+        extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags,
+        extra_include_paths=extra_include_paths, cuda=cuda, cache_dir=cache_dir))
+    return _build_and_load(request, folder, _root(build_directory), verbose, timeout, inline=inline)

@@ -27,12 +27,10 @@ bucket (`AUTOGRAD_OVERRIDE`, on where objcopy and nm work on ELF objects),
 the call returns object nodes for the edit TUs and, for each bucket holding
 old text, a copy of its object with exactly the symbols the edit TUs define
 made weak (codegen/weaken.py): any environment can link them, and every
-other duplicate symbol still fails the link.  With
-`pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
-and the call returns their shared objects; `pch="auto"` does so for the TUs
-of a cold build only when they (buckets, binding TUs, `pch_sources`) are
-enough for the precompile to pay (codegen/layout.py, prelude_pays), and for
-the edit TUs always (load()'s default).  `env.AutogradLibrary(target,
+other duplicate symbol still fails the link.  `pch=` (False by default;
+True, "auto") is the precompiled prelude's policy, the same at every entry
+point (codegen/request.py, Pch): the TUs that take `prelude_impl.h`
+precompiled come back as their shared objects.  `env.AutogradLibrary(target,
 outdir, ...)` also links them into one shared library and, when nothing at
 all changed since it was last built, does not even declare the graph.
 
@@ -42,6 +40,7 @@ and where it compiles.  `-c` removes the generated folder; `-n` reports what
 would be regenerated without writing anything.
 """
 
+import inspect
 import optparse
 import os
 import sys
@@ -60,9 +59,8 @@ from autograd_scons.tool import report
 from autograd_scons.tool import stamp
 from autograd_scons.tool.pch import PCHCOM, never_run, pch_objects
 from autograd_scons.codegen import incremental
-from autograd_scons.codegen.emit.options import EmitOptions, parse_python
 from autograd_scons.codegen.errors import SpecError, os_error_line
-from autograd_scons.codegen.layout import AUTO, parse_unity, prelude_pays
+from autograd_scons.codegen.request import FunctionsRequest, Pch
 from autograd_scons.codegen.lock import lock_folder, remove_made_folder
 from autograd_scons.codegen.manifest import read_manifest
 from autograd_scons.codegen.tree import MANIFEST, OWNED_FOLDERS, TUKind
@@ -86,73 +84,72 @@ def _no_duplicate(node):
     return node
 
 
-def _use_pch(pch, result, others=0):
-    """`pch=` as a bool for the TUs a cold build compiles: "auto" asks the
-    layout (prelude_pays) about the generated TUs other than the edit TUs,
-    plus the `others` sources."""
-    if pch != AUTO:
-        return bool(pch)
-    tus = result.tus if result is not None else []
-    return prelude_pays(len([t for t in tus if t.kind is not TUKind.EDIT]) + others)
+def _compiled(env, out, request, result, nodes, own=(), plain=lambda n: n):
+    """`nodes` (the generated TUs) and then `own` (the caller's sources), each
+    as an object against the precompiled prelude where the request's policy
+    gives it the prelude (codegen/request.py, Pch), else as `plain(node)`."""
+    kinds = [t.kind for t in result.tus] if result is not None else [None] * len(nodes)
+    kinds += [None] * len(own)  # the caller's sources count as a cold build's TUs
+    everything = list(nodes) + list(own)
+    cold = sum(1 for k in kinds if k is not TUKind.EDIT)
+    compiler = env.subst("$CXX")
+    chosen = [n for n, k in zip(everything, kinds) if request.pch.takes_prelude(k, cold, compiler)]
+    with_prelude = dict(zip(chosen, pch_objects(env, out, chosen, _no_duplicate))) if chosen else {}
+    return [with_prelude.get(n) or plain(n) for n in everything]
 
 
-def _edit_objects(env, out, nodes, result):
-    """{edit TU: its object against the precompiled prelude}: under
-    pch="auto" the edit TUs take the prelude even where the cold build's TUs
-    do not.  Each formula edit then costs one TU against it; the first pays
-    the precompile, which a build without edits never does.  Which TUs take
-    it depends on their kind alone, never on the build's history."""
-    tus = result.tus if result is not None else []
-    edits = [n for n, t in zip(nodes, tus) if t.kind is TUKind.EDIT]
-    return dict(zip(edits, pch_objects(env, out, edits, _no_duplicate))) if edits else {}
-
-
-def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
-                      namespace=None, unity="auto", includes=(), pch=False,
-                      kernels=True, python=True, pch_sources=()):
+def AutogradFunctions(env, outdir, native_functions=None, derivatives=None, pch_sources=(), request=None,
+                      **options):
+    """The generated TUs, then `pch_sources`: your own C++ (e.g. hand-written
+    kernels including ATen), compiled against the same precompiled prelude
+    where the generated TUs take it (it then reads the prelude instead of
+    parsing torch's headers again).  The options are FunctionsRequest.of's
+    (codegen/request.py), or `request=` one built already (load()'s)."""
+    request = _request(outdir, native_functions, derivatives, options, request)
     pch_sources = list(pch_sources)
     # (they compile alongside the buckets: the automatic bucket count leaves them their cores)
-    nodes, result, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                                 includes, kernels, python, others=len(pch_sources))
+    nodes, result, _ = _generate(env, outdir, request, others=len(pch_sources))
     out = _no_duplicate(env.Dir(outdir))
-    if not _use_pch(pch, result, others=len(pch_sources)):
-        with_prelude = _edit_objects(env, out, nodes, result) if pch == AUTO else {}
-        nodes = [with_prelude.get(n, n) for n in nodes]
-        return override.overridden(env, out, result, nodes, _no_duplicate) + list(pch_sources)
-    # `pch_sources`: your own C++ (e.g. hand-written kernels including ATen)
-    # compiled against the same precompiled prelude, which it then reads
-    # instead of parsing torch's headers again (about 0.6 header parses for
-    # the example's kernels.cpp); appended after the generated objects.
-    objects = pch_objects(env, out, list(nodes) + list(pch_sources), _no_duplicate)
+    objects = _compiled(env, out, request, result, nodes, pch_sources)
     return override.overridden(env, out, result, objects[:len(nodes)], _no_duplicate) + \
         objects[len(nodes):]
 
 
-def _request(env, outdir, namespace, unity, includes, kernels, python, dry_run, others=0):
-    if isinstance(includes, str):
-        includes = [includes]
+_OPTIONS = frozenset(inspect.signature(FunctionsRequest.of).parameters) - {"cls", "native_functions",
+                                                                          "derivatives"}
+
+
+def _request(outdir, native_functions, derivatives, options, request=None):
+    """The builder's FunctionsRequest, or one line and exit 2."""
+    if request is not None:
+        if native_functions is not None or derivatives is not None or options:
+            _fail(f"AutogradFunctions({str(outdir)!r}): request= comes with no other option")
+        return request
+    if native_functions is None or derivatives is None:
+        _fail(f"AutogradFunctions({str(outdir)!r}): native_functions= and derivatives= are required")
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        _fail(f"AutogradFunctions({str(outdir)!r}): unknown option {unknown[0]!r} "
+              f"(the options: {', '.join(sorted(_OPTIONS))})")
     try:
-        opts = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
-                           kernels=bool(kernels), python=parse_python(python))
-        return incremental.Request(opts, unity=parse_unity(unity), jobs=int(SCons.Script.GetOption("num_jobs")),
-                                   others=others, dry_run=dry_run,
-                                   override=override.can_override(env))
+        return FunctionsRequest.of(native_functions, derivatives, **options)
     except ValueError as e:
         _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
 
 
-def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity, includes,
-              kernels=True, python=True, others=0):
+def _generate(env, outdir, request, others=0):
     """(generated TU nodes, incremental.Result, its closing-report record), the
     last two None when cleaning."""
     dry = bool(SCons.Script.GetOption("no_exec"))
-    request = _request(env, outdir, namespace, unity, includes, kernels, python, dry, others)
+    update = incremental.Request(request.emit, unity=request.unity, others=others, dry_run=dry,
+                                 jobs=int(SCons.Script.GetOption("num_jobs")),
+                                 override=override.can_override(env))
     out = _no_duplicate(env.Dir(outdir))
     for sub in OWNED_FOLDERS:
         _no_duplicate(out.Dir(sub))
     paths = [env.File(p).srcnode().abspath if p is not None else None  # the real spec, under a variant_dir
-             for p in (native_functions, derivatives, tags)]
-    if kernels:  # for the check after linking (_shared_library)
+             for p in (request.native_functions, request.derivatives, request.tags)]
+    if request.emit.kernels:  # for the check after linking (_shared_library)
         _KERNEL_SPECS[out.abspath] = tuple(paths)
     env.AppendUnique(CPPPATH=[out])
 
@@ -166,7 +163,7 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
     try:
         if not dry:
             made = lock_folder(out.abspath, say=lambda m: print(f"scons: {m}", flush=True))
-        result = incremental.update(out.abspath, *paths, request=request)
+        result = incremental.update(out.abspath, *paths, request=update)
     except (SpecError, OSError) as e:
         if made:  # bad input on a first build leaves no folder behind
             remove_made_folder(out.abspath)
@@ -187,13 +184,6 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
         # The manifest, written last, stands for the whole generated tree.
         env.Alias(alias, out.File(MANIFEST))
     return nodes, result, report.REPORT.add(out, result) if result is not None else None
-
-
-def _plain_objects(env, out, nodes, result, auto):
-    """The objects of `nodes` without the precompiled prelude; under
-    pch="auto", the edit TUs' with it (_edit_objects)."""
-    with_prelude = _edit_objects(env, out, nodes, result) if auto else {}
-    return SCons.Util.NodeList([with_prelude.get(n) or env.SharedObject(n)[0] for n in nodes])
 
 
 # generated folder -> its specs' paths: a library linked from its objects is
@@ -232,18 +222,17 @@ def _check_kernels(target, specs):
     return 0
 
 
-def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=None,
-                    namespace=None, unity="auto", includes=(), pch=False,
-                    kernels=True, python=True):
-    """Generate, compile and link the Functions into one shared library;
-    when a stamp (autograd_stamp.py) says nothing changed since it was
-    built, return it as a plain file without declaring the per-op graph."""
+def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None, request=None, **options):
+    """Generate, compile and link the Functions into one shared library
+    (the options are AutogradFunctions'); when a stamp (stamp.py) says
+    nothing changed since it was built, return it as a plain file without
+    declaring the per-op graph."""
+    request = _request(outdir, native_functions, derivatives, options, request)
     env.AppendUnique(CPPPATH=[_no_duplicate(env.Dir(outdir))])  # for the caller's own code
     env = env.Clone()  # the key must describe the environment the builders use
-    nodes, result, record = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
-                                      includes, kernels, python)
+    nodes, result, record = _generate(env, outdir, request)
     out = _no_duplicate(env.Dir(outdir))
-    auto, pch = pch == AUTO, _use_pch(pch, result)
+    precompiles = request.pch.resolved(env.subst("$CXX")) is not Pch.OFF
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
     stamp_path = lib_file.abspath + stamp.SUFFIX
@@ -251,17 +240,15 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     alias, targets = env.subst("$AUTOGRAD_GENERATE_ALIAS"), SCons.Script.COMMAND_LINE_TARGETS
     if result is not None and alias and targets and all(t == alias for t in targets):
         return SCons.Util.NodeList([])  # `scons generate`: the objects are not asked for
-    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if pch or auto else "", "$AUTOGRAD_PCH_KEY"]
+    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if precompiles else "", "$AUTOGRAD_PCH_KEY"]
     key = None
     if result is not None and stamp.fast_path_allowed(env, result, lib_file):
         key = stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
         if stamp.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
             record.note = "library up to date since its last build: per-op graph not declared"
             return SCons.Util.NodeList([lib_file])
-    objects = override.overridden(env, out, result,
-                                           pch_objects(env, out, nodes, _no_duplicate) if pch
-                                           else _plain_objects(env, out, nodes, result, auto),
-                                           _no_duplicate)
+    objects = override.overridden(env, out, result, SCons.Util.NodeList(
+        _compiled(env, out, request, result, nodes, plain=lambda n: env.SharedObject(n)[0])), _no_duplicate)
     lib = env.SharedLibrary(target, objects)
     env.Clean(lib, env.File(stamp_path))
     if result is not None and not SCons.Script.GetOption("no_exec"):

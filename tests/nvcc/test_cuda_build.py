@@ -18,7 +18,7 @@ from support.spec_facts import example_ops
 
 from autograd_scons.buildenv import cuda_flags
 
-ARGS = ("-j2", f"CXX={FAKE_CXX}")
+ARGS = ("-j2", f"CXX={FAKE_CXX}", "PCH=1")  # PCH=1: the C++ TUs take the prelude (and nvcc none of its flags)
 CU_OBJECT = "kernels_cuda.os"
 # -j2: one bucket (UNITY=auto: the binding TU and the hand-written kernels.cpp
 # take the other core), the binding TU and kernels.cpp
@@ -88,7 +88,7 @@ def test_the_cu_compiles_with_nvcc_for_each_architecture(built):
     for num in ("80", "90"):
         assert f"-gencode=arch=compute_{num},code=sm_{num}" in line
     assert "code=compute_" not in line  # no +PTX asked for
-    # The example's C++ TUs take the precompiled prelude (PCH=auto); nvcc
+    # The example's C++ TUs take the precompiled prelude (PCH=1); nvcc
     # must not get its GCC flags (it refuses -Winvalid-pch).
     assert "-Winvalid-pch" in [x for x in out.splitlines() if "kernels.os -c" in x][0]
     assert "-Winvalid-pch" not in line and "prelude_pch.h" not in line

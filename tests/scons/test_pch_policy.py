@@ -1,0 +1,80 @@
+"""The precompiled prelude's one policy (codegen/request.py, Pch): which TUs
+take it, the same through `scons` (PCH=) as through load() (pch=,
+tests/python/test_load.py::test_the_prelude_is_precompiled_only_where_it_pays)."""
+
+import os
+import re
+
+import pytest
+
+from support.scons_helpers import FAKE_CXX, clone, compiled, edit, scons
+
+from autograd_scons.codegen.layout import PCH_MIN_TUS
+from autograd_scons.codegen.request import FunctionsRequest, Pch
+from autograd_scons.codegen.tree import TUKind
+
+ARGS = ("-j2", f"CXX={FAKE_CXX}")
+FORMULA = ("self: grad * alpha", "self: alpha * grad")   # scale's backward, in specs/derivatives.yaml
+
+
+def with_prelude(out):
+    """The objects compiled against the precompiled prelude in a build's output."""
+    return sorted(os.path.basename(m.group(1)) for line in out.splitlines()
+                  if (m := re.search(r"-o (\S+\.os) -c ", line)) and "-include " in line and "prelude_pch.h" in line)
+
+
+def test_scons_pch_auto_is_loads_auto(tmp_path):
+    # The example's 3 cold TUs (a bucket, the bindings, kernels.cpp) are too
+    # few for the precompile to pay: under PCH=auto they compile without the
+    # prelude, as under load()'s pch="auto"; a formula edit's TU takes it.
+    root = clone(tmp_path / "repo")
+    cold = scons(root, *ARGS).stdout
+    assert compiled(cold) == ["bindings_0.os", "bucket_0.os", "kernels.os"]
+    assert with_prelude(cold) == [] and " -x c++-header " not in cold
+    edit(os.path.join(root, "specs", "derivatives.yaml"), *FORMULA)
+    first = scons(root, *ARGS).stdout
+    assert compiled(first) == with_prelude(first) == ["edited_0.os"]
+    assert first.count(" -x c++-header ") == 1       # the first edit pays the precompile
+    # PCH=1: every TU; the edit TU's command line is the same, so it alone is kept.
+    forced = scons(root, *ARGS, "PCH=1").stdout
+    assert with_prelude(forced) == compiled(forced) == ["bindings_0.os", "bucket_0.os", "kernels.os"]
+
+
+@pytest.mark.parametrize("value, policy", [(True, Pch.ON), (False, Pch.OFF), ("auto", Pch.AUTO),
+                                           ("1", Pch.ON), ("0", Pch.OFF), (Pch.AUTO, Pch.AUTO)])
+def test_the_values_every_entry_point_takes(value, policy):
+    assert Pch.parse(value) is policy
+
+
+@pytest.mark.parametrize("value", ["on", "yes", 2, None, "AUTO"])
+def test_any_other_value_is_one_error(value):
+    with pytest.raises(ValueError, match=re.escape(f"pch must be 'auto', True or False, not {value!r}")):
+        FunctionsRequest.of("nf.yaml", "d.yaml", pch=value)
+
+
+def test_auto_takes_the_prelude_for_edits_always_and_for_cold_tus_where_it_pays():
+    auto = Pch.AUTO
+    for kind in (TUKind.BUCKET, TUKind.BINDING, TUKind.UNIT, None):   # None: the caller's own sources
+        assert not auto.takes_prelude(kind, PCH_MIN_TUS - 1, "g++")
+        assert auto.takes_prelude(kind, PCH_MIN_TUS, "g++")
+    assert auto.takes_prelude(TUKind.EDIT, 1, "/usr/bin/g++-12")
+    # clang reads no .gch: "auto" is off there, whatever the counts; PCH=1 still forces it.
+    assert not any(auto.takes_prelude(k, 100, "clang++ -stdlib=libstdc++") for k in (TUKind.EDIT, TUKind.BUCKET))
+    assert Pch.ON.takes_prelude(TUKind.BUCKET, 1, "clang++") and not Pch.OFF.takes_prelude(TUKind.EDIT, 100, "g++")
+
+
+def test_the_request_survives_load_spec_json():
+    request = FunctionsRequest.of("nf.yaml", "d.yaml", tags="t.yaml", namespace="a::b", unity="3",
+                                  includes="h.h", pch="auto", kernels=False, python="0")
+    assert FunctionsRequest.from_json(request.to_json()) == request
+    assert request.unity == 3 and request.emit.includes == ("h.h",) and request.emit.python is False
+
+
+def test_an_unknown_builder_option_is_one_line(tmp_path):
+    root = clone(tmp_path / "repo")
+    edit(os.path.join(root, "specs", "SConscript"), "    python=", "    pchh=True,\n    python=")
+    proc = scons(root, *ARGS, check=False)
+    assert proc.returncode == 2
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("scons: ***")]
+    assert line.startswith("scons: *** AutogradFunctions('gen'): unknown option 'pchh' (the options: ")
+    assert "Traceback" not in proc.stderr
