@@ -29,7 +29,7 @@ import sysconfig
 
 from autograd_scons.buildenv.runner import BuildError  # one line (`str()`): the hooks print no traceback
 from autograd_scons.ship import metadata, wheel_files
-from autograd_scons.ship.project import build_project
+from autograd_scons.ship.project import ProjectBuild, build_project
 
 BUILD_ROOT = "build"
 
@@ -127,36 +127,28 @@ def wheel_tag(with_python):
     return f"py3-none-{platform_tag()}"
 
 
-def build_dir(config_settings=None):
-    given = (config_settings or {}).get("BUILD")
-    return given if given else os.path.join(BUILD_ROOT, f"{python_tag()}-{platform_tag()}")
+def build_dir():
+    """The build folder unless `-C BUILD=...` names another."""
+    return os.path.join(BUILD_ROOT, f"{python_tag()}-{platform_tag()}")
 
 
-def scons_args(config_settings):
-    """SCons's command line from `-C KEY=VALUE` (a variable) and `-C -j=N`."""
-    args = []
-    for key, value in sorted((config_settings or {}).items()):
-        value = value[-1] if isinstance(value, list) else value
-        if key in ("-j", "--jobs", "jobs"):
-            args.append(f"-j{value}")
-        elif key.startswith("-"):
-            args.append(f"{key}={value}" if value else key)
-        elif key != "BUILD":
-            args.append(f"{key}={value}")
-    return args
+def project_build(project, config_settings):
+    """The request of this build: pip's `-C` settings, checked once."""
+    return ProjectBuild.from_settings(project, config_settings, build_dir())
 
 
 def build_library(project=".", config_settings=None):
-    """Check torch, build, and return (pyproject data, wheel.json info, build folder)."""
+    """Check torch, build, and return (pyproject data, wheel.json info, the ProjectBuild)."""
     import json
     from autograd_scons.extension import WHEEL_JSON
     data = project_config(project)
-    build = build_dir(config_settings)
-    version = check_torch(data, os.path.join(project, build))
+    request = project_build(project, config_settings)
+    build = request.build
+    version = check_torch(data, request.folder)
     from autograd_scons.codegen.lock import BuildLock
-    folder = os.path.join(os.path.abspath(project), build)  # named in a failure: absolute
+    folder = os.path.abspath(request.folder)  # named in a failure: absolute
     with BuildLock(folder, label="autograd_scons"):  # the lock an editable import's rebuild takes
-        build_project(project, build, scons_args(config_settings), os.path.join(folder, "build.log"))
+        build_project(request, os.path.join(folder, "build.log"))
     with open(os.path.join(project, build, WHEEL_JSON)) as f:
         info = json.load(f)
     if torch_minor(info["torch"]) != torch_minor(version):  # never a silently mismatched wheel
@@ -166,7 +158,7 @@ def build_library(project=".", config_settings=None):
               f"{', '.join(info['cuda_sources'])} not built", file=sys.stderr)
     elif info.get("cuda"):
         print(f"autograd_scons: CUDA kernels for {';'.join(info['cuda'])}", file=sys.stderr)
-    return data, info, build
+    return data, info, request
 
 
 def _entry_points(data):
@@ -230,23 +222,23 @@ def _main_hook(fn):
 
 @_main_hook
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    data, info, build = build_library(".", config_settings)
+    data, info, request = build_library(".", config_settings)
     files = package_files(".", info["package"])
-    with open(os.path.join(build, info["library"]), "rb") as f:
+    with open(os.path.join(request.build, info["library"]), "rb") as f:
         files[info["library"]] = f.read()
     return _wheel(wheel_directory, data, info, files)
 
 
 @_main_hook
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    data, info, build = build_library(".", config_settings)
+    data, info, request = build_library(".", config_settings)
     return _wheel(wheel_directory, data, info, wheel_files.editable_files(
-        os.path.abspath("."), info["package"], build, scons_args(config_settings)))
+        os.path.abspath("."), info["package"], request.build, request.args))
 
 
 def _prepare_metadata(metadata_directory, config_settings=None):
     data = project_config(".")
-    version = check_torch(data, build_dir(config_settings))
+    version = check_torch(data, project_build(".", config_settings).build)
     folder = f"{_dist(data)}.dist-info"
     os.makedirs(os.path.join(metadata_directory, folder), exist_ok=True)
     with open(os.path.join(metadata_directory, folder, "METADATA"), "w") as f:

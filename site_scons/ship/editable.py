@@ -39,7 +39,7 @@ def rebuild(project, build, args, label):
     if stamp.up_to_date(stamp_path, key):
         return False
     from autograd_scons.buildenv.runner import BuildError
-    from autograd_scons.ship.project import build_project
+    from autograd_scons.ship.project import ProjectBuild, build_project
     from autograd_scons.codegen.lock import BuildLock
     try:
         with BuildLock(folder, label=label):
@@ -47,7 +47,8 @@ def rebuild(project, build, args, label):
                 return False
             stamp.clear_stamp(stamp_path)
             print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, runner.LOG)})", file=sys.stderr)
-            build_project(project, build, args, os.path.join(folder, runner.LOG), quiet=True, label=label)
+            build_project(ProjectBuild.from_args(project, build, args), os.path.join(folder, runner.LOG),
+                          quiet=True, label=label)
             stamp.write_stamp(stamp_path, key, os.path.join(folder, stamp.INPUTS))
     except (BuildError, OSError, TimeoutError) as e:
         raise ImportError(str(e) if str(e).startswith(label) else f"{label}: {e}") from None

@@ -260,3 +260,15 @@ def test_a_symlink_out_of_the_project_in_the_package_is_refused_for_the_wheel(tm
     proc = ship.run([sys.executable, "-c", code], project, ship.environ(pythonpath))
     assert json.loads(proc.stdout) == {"demo_ops/__init__.py": "# the package\n",
                                        "demo_ops/alias.py": "# the package\n"}
+
+
+def test_the_backend_builds_one_request_from_pips_settings():
+    # `-C` settings become one ProjectBuild; an editable install records its
+    # command line, and its rebuild on import builds the same request again.
+    from autograd_scons.ship.project import ProjectBuild
+    settings = {"PCH": "0", "-j": "4", "CXX": ["clang++", "g++"], "BUILD": "b/x", "--debug": "explain"}
+    request = ProjectBuild.from_settings("/p", settings, "build/default")
+    assert request == ProjectBuild("/p", "b/x", (("CXX", "g++"), ("PCH", "0")), 4, ("--debug=explain",))
+    assert request.args == ["CXX=g++", "PCH=0", "-j4", "--debug=explain"]
+    assert ProjectBuild.from_args("/p", "b/x", request.args) == request
+    assert ProjectBuild.from_settings("/p", None, "build/default").folder == "/p/build/default"
