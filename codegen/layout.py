@@ -56,9 +56,9 @@ MAX_PER_BUCKET = 96
 MAX_ALONE = 48
 MAX_SLOTS = 8
 # The precompiled prelude pays on a cold build from this many TUs taking it:
-# the precompile costs about 2.3 parses of the prelude, serial (every TU
-# waits for it), and saves each TU about half a parse; 2.3 / 0.5 rounds up
-# to 5 (docs/load.md, "The precompiled prelude's rule, measured").
+# the precompile is serial (every TU waits for it) and each TU taking it
+# saves part of a parse of the prelude; the ratio of the two, measured in
+# docs/load.md ("The precompiled prelude's rule, measured"), rounds up to 5.
 PCH_MIN_TUS = 5
 
 AUTO = "auto"

@@ -2,7 +2,8 @@
 
 A formula edit changes derivatives.yaml only, yet every update after it used
 to parse native_functions.yaml again: on torch's specs that is about half of
-a one-edit generation, and it grows with the specs (8x torch's: ~3 of ~5 s).
+a one-edit generation, and a larger share the larger the specs
+(docs/incrementality.md).
 The parse result (a `NativeSpec`) is stored here as JSON data
 (native_records.py: never a pickle, which a planted file could make run
 code), under a key of everything it is made from: the file's path and

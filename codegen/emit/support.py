@@ -4,8 +4,8 @@ The load-time class claim (load_check.h) and compiled autograd's call into
 the traced graph are the same code in every Function's file, and so are
 compiled autograd's steps on the common saved types (collect, swap, pack,
 unpack).  Defined inline in the shared headers or instantiated from
-torch's templates, each TU compiled its own copy: ~1 s of a formula
-edit's ~3.5 s TU against the precompiled prelude.  They are defined here
+torch's templates, each TU compiled its own copy, a large part of a
+formula edit's TU (docs/compile-layout.md).  They are defined here
 instead, once per library: the first unity bucket includes this file
 (unity_files.py), and with unity=0 it is a TU of its own.
 
@@ -29,7 +29,7 @@ from .options import EmitOptions
 # emitter spells them (emit/saved.py): a saved member's type (collect,
 # before, after) and an apply_functional argument's (pack, unpack, its
 # packed type).  Each adds to the first bucket's compile whether the
-# library saves it or not (all of them: ~0.5 s), so these are the most
+# library saves it or not, so these are the most
 # common only: 85% of torch's 2,028 saved values (and 702 of its 711
 # Functions take at most 4 inputs).
 _COMMON = ("at::Scalar", "int64_t", "bool", "c10::SymInt", "std::vector<c10::SymInt>", "std::vector<int64_t>")

@@ -1,12 +1,12 @@
 """Compiler and linker flags for a torch extension, from the installed torch.
 
-`import torch` costs ~2 s, which a no-op build must not pay: torch is located
+`import torch` costs seconds, which a no-op build must not pay: torch is located
 without importing it, and the few facts that need an import (ABI flag,
 version) are asked of a subprocess once and cached in the build folder,
 keyed by torch's location and the stat of its version file and core library.
 A CPU-only torch is not even imported once: its version is in its version
 file and its ABI flag shows in libc10's symbols (read_facts), which saves a
-cold build ~1.3 s of CPU (~0.2 header parses).
+cold build that import's CPU.
 """
 
 import ast
@@ -156,8 +156,8 @@ def configure(env, cache_path, python=True):
                     "TORCH_API_INCLUDE_EXTENSION_H",
                     ("AUTOGRAD_EXT_TORCH_VERSION", facts["version"]),
                     ("AUTOGRAD_EXT_PYTHON_ABI", python_abi())],
-        # -L outside LIBPATH: SCons would otherwise find libtorch_cpu.so (~0.5 GB)
-        # as a dependency of the link and hash it on every build (~1 s).
+        # -L outside LIBPATH: SCons would otherwise find libtorch_cpu.so (half
+        # a gigabyte) as a dependency of the link and hash it on every build.
         LINKFLAGS=["$(", f"-L{libdir}", "$)"],
         LIBS=["c10", "torch", "torch_cpu"] + (["torch_python"] if python else []),
         RPATH=[libdir],

@@ -57,7 +57,7 @@ def rebuild(project, build, args, label):
 
 class EditableFinder:
     """A meta path finder (not importlib.abc's subclass: importing that costs
-    ~50 ms at every interpreter start)."""
+    a noticeable share of every interpreter start)."""
 
     def __init__(self, package, project, build, args):
         self.package, self.project, self.build, self.args = package, project, build, list(args)

@@ -22,7 +22,7 @@ def version_problem():
 def patch_tslist():
     """SCons 4.11's TSList has __getitem__ but no __iter__, so iterating
     $SOURCES rebuilds the node list per element: O(N^2) on every link line
-    of a many-object library (~1 s at 650 objects).  Versions that define
+    of a many-object library.  Versions that define
     __iter__ themselves are left alone."""
     if "__iter__" not in SCons.Executor.TSList.__dict__:
         SCons.Executor.TSList.__iter__ = lambda self: iter(self.func())
