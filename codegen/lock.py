@@ -15,17 +15,19 @@ Python (`load()`, the editable install's rebuild on import), held for a
     from autograd_scons.codegen.lock import BuildLock, LockTimeout
     with BuildLock(folder, timeout=None, label="load(myops)") as lock:
         ...                      # up-to-date check, generate, compile, link
-        lock.set_group(pgid)     # the build's process group (the runner does it)
+        lock.set_group(pgid, top)   # the build's process group and folder (the runner does it)
 
 `fcntl.flock` on `<folder>/.folder_lock`: the kernel drops it when its
 holder dies, however it dies (SIGKILL, the OOM killer, a cancelled job), so
 a killed build never blocks the next one.  The file holds one line naming
 the holder (`pid=<pid> group=<process group of its build>`), for the
-waiter's message and the timeout error; the holder empties it on release,
-so a non-empty line found by the next holder means the last one died while
-building: its build's processes (compilers it left orphaned: that process
-group's members running in the folder) are killed before anything is
-rebuilt, so no stale compile can overwrite a new object.
+waiter's message and the timeout error, then the folder the build runs in
+(a project's SConstruct runs in the project, above its build folder); the
+holder empties it on release, so a record found by the next holder means
+the last one died while building: its build's processes (compilers or a
+linker it left orphaned: that process group's members running in the lock's
+folder or the build's) are killed before anything is rebuilt, so no stale
+compile or link can overwrite a new object or library.
 
 While another process holds the lock, `say` (default: stderr) gets one line
 naming it, then the wait polls until `timeout` seconds (None: the variable
@@ -165,7 +167,7 @@ class BuildLock:
             self._acquire(fd)
             left = self._record(fd)
             if left:
-                _reap(left.get("group"), self.folder)
+                _reap(left.get("group"), {self.folder, left.get("top") or self.folder})
             self._write(fd, f"pid={os.getpid()}")
         except BaseException:
             os.close(fd)
@@ -195,25 +197,31 @@ class BuildLock:
     @staticmethod
     def _record(fd: int) -> dict:
         try:
-            text = os.pread(fd, 200, 0).decode("ascii", "replace")
+            data = os.pread(fd, 8192, 0)
         except OSError:
             return {}
+        first, _, top = data.partition(b"\n")
         out = {}
-        for word in text.split():
+        for word in first.decode("ascii", "replace").split():
             key, _, value = word.partition("=")
             if value.isdigit():
                 out[key] = int(value)
+        top = os.fsdecode(top.rstrip(b"\n"))
+        if out and os.path.isabs(top):
+            out["top"] = top
         return out
 
     @staticmethod
     def _write(fd: int, line: str) -> None:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, (line + "\n").encode() if line else b"", 0)
+        os.pwrite(fd, os.fsencode(line + "\n") if line else b"", 0)
 
-    def set_group(self, group: int) -> None:
-        """Record the build's process group (killed by the next holder if
-        this process dies before releasing the lock)."""
-        self._write(self.fd, f"pid={os.getpid()} group={group}")
+    def set_group(self, group: int, top: Optional[str] = None) -> None:
+        """Record the build's process group and the folder it runs in
+        (default: the lock's): its members there are killed by the next
+        holder if this process dies before releasing the lock."""
+        top = os.path.abspath(top or self.folder)
+        self._write(self.fd, f"pid={os.getpid()} group={group}\n" + top)
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
@@ -224,10 +232,10 @@ class BuildLock:
                 self.fd = None
 
 
-def _members(group: int, folder: str) -> list[int]:
-    """Live processes of `group` running in `folder` (SCons runs its commands
-    in its top folder): only a dead build's own leftovers, even if the
-    kernel has since reused the group's id."""
+def _members(group: int, folders: set) -> list[int]:
+    """Live processes of `group` running in one of `folders` (SCons runs its
+    commands in its top folder): only a dead build's own leftovers, even if
+    the kernel has since reused the group's id."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -237,22 +245,23 @@ def _members(group: int, folder: str) -> list[int]:
                 stat = f.read()
             if int(stat[stat.rindex(")") + 2:].split()[2]) != group:
                 continue
-            if os.path.realpath(os.readlink(f"/proc/{entry}/cwd")) == folder:
+            if os.path.realpath(os.readlink(f"/proc/{entry}/cwd")) in folders:
                 found.append(int(entry))
         except (OSError, ValueError, IndexError):
             continue
     return found
 
 
-def _reap(group: Optional[int], folder: str, patience_s: float = 10.0) -> None:
-    """Kill what a dead holder's build left running (compilers still writing
-    objects), and wait until it is gone."""
+def _reap(group: Optional[int], folders: set, patience_s: float = 10.0) -> None:
+    """Kill what a dead holder's build left running in `folders` (compilers
+    still writing objects, a linker still writing the library), and wait
+    until it is gone."""
     if not group or not os.path.isdir("/proc"):
         return
-    folder = os.path.realpath(folder)
+    folders = {os.path.realpath(f) for f in folders}
     deadline = time.monotonic() + patience_s
     while time.monotonic() < deadline:
-        pids = _members(group, folder)
+        pids = _members(group, folders)
         if not pids:
             return
         for pid in pids:

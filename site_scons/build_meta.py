@@ -147,8 +147,8 @@ def build_library(project=".", config_settings=None):
     version = check_torch(data, request.folder)
     from autograd_scons.codegen.lock import BuildLock
     folder = os.path.abspath(request.folder)  # named in a failure: absolute
-    with BuildLock(folder, label="autograd_scons"):  # the lock an editable import's rebuild takes
-        build_project(request, os.path.join(folder, "build.log"))
+    with BuildLock(folder, label="autograd_scons") as lock:  # the lock an editable import's rebuild takes
+        build_project(request, os.path.join(folder, "build.log"), lock)
     with open(os.path.join(project, build, WHEEL_JSON)) as f:
         info = json.load(f)
     if torch_minor(info["torch"]) != torch_minor(version):  # never a silently mismatched wheel

@@ -237,7 +237,7 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
                                 text=True, errors="replace", start_new_session=True,
                                 preexec_fn=_private_child if private else _die_with_parent)
         if lock is not None:
-            lock.set_group(proc.pid)
+            lock.set_group(proc.pid, folder)
         try:
             for line in proc.stdout:
                 _log(log, line, log_path)

@@ -39,17 +39,19 @@ def rebuild(project, build, args, label):
     if stamp.up_to_date(stamp_path, key):
         return False
     from autograd_scons.buildenv.runner import BuildError
-    from autograd_scons.ship.project import ProjectBuild, build_project
+    from autograd_scons.ship.project import (ProjectBuild, build_project, distrust_a_changed_library,
+                                             write_editable_stamp)
     from autograd_scons.codegen.lock import BuildLock
     try:
-        with BuildLock(folder, label=label):
+        with BuildLock(folder, label=label) as lock:
             if stamp.up_to_date(stamp_path, key):  # built meanwhile by whoever held the lock
                 return False
+            distrust_a_changed_library(folder)
             stamp.clear_stamp(stamp_path)
             print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, runner.LOG)})", file=sys.stderr)
-            build_project(ProjectBuild.from_args(project, build, args), os.path.join(folder, runner.LOG),
+            build_project(ProjectBuild.from_args(project, build, args), os.path.join(folder, runner.LOG), lock,
                           quiet=True, label=label)
-            stamp.write_stamp(stamp_path, key, os.path.join(folder, stamp.INPUTS))
+            write_editable_stamp(folder, args)
     except (BuildError, OSError, TimeoutError) as e:
         raise ImportError(str(e) if str(e).startswith(label) else f"{label}: {e}") from None
     return True

@@ -70,6 +70,28 @@ class ProjectBuild:
         return os.path.join(self.project, self.build)
 
 
+def write_editable_stamp(folder, args):
+    """After a build of `folder`: the editable stamp (stamp_key(args), the
+    inputs the build recorded) and the library it made, as an output: a
+    library changed since (swapped, or overwritten by a killed build's
+    linker) is not up to date, whatever the inputs say."""
+    import json
+    from autograd_scons.buildenv import stamp
+    with open(os.path.join(folder, "wheel.json")) as f:   # extension.WHEEL_JSON, written by every build
+        library = os.path.join(folder, json.load(f)["library"])
+    stamp.write_stamp(os.path.join(folder, EDITABLE_STAMP), stamp_key(args), os.path.join(folder, stamp.INPUTS),
+                      outputs=[library])
+
+
+def distrust_a_changed_library(folder):
+    """Before a rebuild: when the library is not the one the last build
+    recorded, SCons checks every target against its database (the records
+    of a build may not vouch for files changed behind its back)."""
+    from autograd_scons.buildenv import stamp, unfinished_build
+    if stamp.outputs_differ(os.path.join(folder, EDITABLE_STAMP)):
+        unfinished_build.distrust(os.path.join(folder, unfinished_build.DATABASE))
+
+
 def stamp_key(args):
     """What besides the inputs decides the build: the arguments, and the
     torch the library links (its headers are not among the inputs)."""
@@ -80,13 +102,16 @@ def stamp_key(args):
     return {"args": list(args), "torch": torch_flags.torch_stamp(root) if root else None}
 
 
-def build_project(request, log_path, quiet=False, label="autograd_scons"):
+def build_project(request, log_path, lock, quiet=False, label="autograd_scons"):
     """Run the project's SConstruct for `request` (a ProjectBuild) in the
     project (runner.run_scons, the runner of every build started from
     Python), its log `log_path`; quiet, one progress line per stage instead
     of SCons's output.  Raises BuildError with the first compiler error on
-    failure.  Called holding the build folder's lock.BuildLock.  Any build
-    makes the editable stamp stale."""
+    failure.  Called holding the build folder's `lock` (a lock.BuildLock),
+    which records the build's process group: whatever a killed build left
+    running (a compiler, a linker still writing the library) is killed by
+    the next holder before it builds.  Any build makes the editable stamp
+    stale."""
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     try:
         os.unlink(os.path.join(request.folder, EDITABLE_STAMP))
@@ -94,5 +119,6 @@ def build_project(request, log_path, quiet=False, label="autograd_scons"):
         pass
     runner.run_scons(os.path.join(request.project, "SConstruct"), request.project,
                      dict(request.variables, BUILD=request.build), jobs=request.jobs, verbose=not quiet,
-                     label=label, extra_args=["-Q"] + list(request.flags), log_path=log_path, private=False,
+                     label=label, lock=lock, extra_args=["-Q"] + list(request.flags), log_path=log_path,
+                     private=False,
                      environ={BUILDING_ENV: "1"})

@@ -210,12 +210,10 @@ def editable_files(project, package, build, args):
     written now and the first import is a no-op."""
     import json
 
-    from autograd_scons.buildenv import stamp
-    from autograd_scons.ship.project import EDITABLE_STAMP, stamp_key
+    from autograd_scons.ship.project import write_editable_stamp
     if not package.isidentifier():  # it is a module name in the .pth's import line
         raise ValueError(f"{package!r} is not a Python identifier")
-    folder = os.path.join(project, build)
-    stamp.write_stamp(os.path.join(folder, EDITABLE_STAMP), stamp_key(args), os.path.join(folder, stamp.INPUTS))
+    write_editable_stamp(os.path.join(project, build), args)
     config = {"package": package, "project": project, "build": build, "args": list(args)}
     module = f"_{package}_editable"
     # (json's default ASCII escapes give back any path exactly, one with

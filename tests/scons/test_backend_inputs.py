@@ -196,6 +196,10 @@ def test_the_editable_hook_is_data_and_installs_exactly_the_projects_path(tmp_pa
     os.makedirs(os.path.join(project, build))
     with open(os.path.join(project, build, ".build_inputs.json"), "w") as f:  # what write_stamp reads
         json.dump({"algorithm": "md5", "inputs": []}, f)
+    with open(os.path.join(project, build, "wheel.json"), "w") as f:   # and the library the build made
+        json.dump({"library": "demo_ops/_C.so"}, f)
+    os.makedirs(os.path.join(project, build, "demo_ops"))
+    open(os.path.join(project, build, "demo_ops", "_C.so"), "wb").close()
     site_dir, cwd = tmp_path / "site", tmp_path / "cwd"
     site_dir.mkdir()
     cwd.mkdir()

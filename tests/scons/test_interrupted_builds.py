@@ -199,8 +199,27 @@ def test_an_editable_rebuild_interrupted_then_undone_gives_the_undone_library(ed
         assert undo.returncode == 0, err[-3000:]
         seen.append(ip.fingerprints(library))
     else:
-        ip.unstall(project)
-        ip.wait_gone(ip.leftovers(project))
-    seen += [_import(editable, value) for value in (1, 2, 1)]
+        ip.unstall(project)   # a `written` stall goes on and ends; a half-written one sleeps on
+        left = ip.leftovers(project)
+        if output == "written":
+            ip.wait_gone(left)
+    # The next import reaps whatever the killed build left running in the
+    # folder (lock.py) before it builds.
+    seen.append(_import(editable, 1))
+    assert not ip.leftovers(project), f"after {said}: the killed build's processes outlived the next import"
+    seen += [_import(editable, value) for value in (2, 1)]
     want = ([["1"]] if how == "orphan" else []) + [["1"], ["2"], ["1"]]
     assert seen == want, f"editable import after {said}: sources {want}, libraries {seen}"
+
+
+def test_an_editable_import_never_trusts_a_library_changed_behind_its_back(editable):
+    # A library that is not the one the last build made (a killed build's
+    # linker finishing late, a copy from elsewhere): the next import
+    # rebuilds it from the sources, however up to date the inputs look.
+    py, project, library, env = editable
+    with open(library, "rb") as f:
+        built = f.read()
+    with open(library, "wb") as f:
+        f.write(built.replace(b"AGF_FINGERPRINT(v1)", b"AGF_FINGERPRINT(v7)"))
+    assert ip.fingerprints(library) == ["7"]
+    assert _import(editable, 1) == ["1"]
