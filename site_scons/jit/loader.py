@@ -224,14 +224,6 @@ def _again(label, before, folder, key, stamp_path, timeout):
                     "to build and load the new one")
 
 
-def _request(name, files, sources, options) -> LoadRequest:
-    """The LoadRequest of a load() or load_inline() call: `files` are the
-    spec files (checked), `options` the call's other keywords."""
-    functions = dict(files, **{k: options.pop(k) for k in ("includes", "namespace", "python", "kernels",
-                                                           "unity", "pch")})
-    return LoadRequest.of(name, functions, sources, **options)
-
-
 def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
          python=True, kernels=True, unity="auto", extra_cflags=None, extra_cuda_cflags=None,
          extra_ldflags=None, extra_include_paths=None, build_directory=None, verbose=False,
@@ -246,13 +238,13 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     cold build's TUs only where enough of them take it to pay for the
     precompile; never for clang.  True / False: every TU / none."""
     _check_name(name)
-    files = {"native_functions": _file(native_functions, "native_functions", name),
-             "derivatives": _file(derivatives, "derivatives", name),
-             "tags": _file(tags, "tags", name) if tags is not None else None}
-    request = _request(name, files, [_file(s, "source", name) for s in _words(sources, "sources", name)], dict(
-        includes=includes, namespace=namespace, python=python, kernels=kernels, unity=unity, pch=pch,
-        extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags,
-        extra_include_paths=extra_include_paths, cuda=cuda, cache_dir=cache_dir))
+    request = LoadRequest.of(
+        name, _file(native_functions, "native_functions", name), _file(derivatives, "derivatives", name),
+        [_file(s, "source", name) for s in _words(sources, "sources", name)],
+        tags=_file(tags, "tags", name) if tags is not None else None, includes=includes, namespace=namespace,
+        python=python, kernels=kernels, unity=unity, pch=pch, extra_cflags=extra_cflags,
+        extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+        cuda=cuda, cache_dir=cache_dir)
     return _build_and_load(request, build_folder(name, build_directory), _root(build_directory), verbose, timeout)
 
 
@@ -280,10 +272,10 @@ def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_source
             inline[f"inline/{file}"] = text
     folder = build_folder(name, build_directory)
     path = lambda file: os.path.join(folder, "inline", file) if f"inline/{file}" in inline else None  # noqa: E731
-    files = {"native_functions": path("native_functions.yaml"), "derivatives": path("derivatives.yaml"),
-             "tags": path("tags.yaml")}
-    request = _request(name, files, [p for p in (path("main.cpp"), path("cuda.cu")) if p], dict(
-        includes=includes, namespace=namespace, python=python, kernels=kernels, unity=unity, pch=pch,
-        extra_cflags=extra_cflags, extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags,
-        extra_include_paths=extra_include_paths, cuda=cuda, cache_dir=cache_dir))
+    request = LoadRequest.of(
+        name, path("native_functions.yaml"), path("derivatives.yaml"),
+        [p for p in (path("main.cpp"), path("cuda.cu")) if p], tags=path("tags.yaml"), includes=includes,
+        namespace=namespace, python=python, kernels=kernels, unity=unity, pch=pch, extra_cflags=extra_cflags,
+        extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
+        cuda=cuda, cache_dir=cache_dir)
     return _build_and_load(request, folder, _root(build_directory), verbose, timeout, inline=inline)

@@ -3,7 +3,7 @@ arguments as the user gave them (each checked, one LoadError line naming the
 argument), written into the build folder as load_spec.json for the
 SConstruct (sconstruct.py), which reads the same request back.
 
-    request = LoadRequest.of("myops", functions, sources=[...], cuda="auto")
+    request = LoadRequest.of("myops", nf_path, derivatives_path, sources, tags=None, ..., cuda="auto")
     request.spec()        # load_spec.json
     request.variables()   # the SCons variables of environment.py
 """
@@ -55,16 +55,17 @@ class LoadRequest:
     compiler: str = "g++"
 
     @classmethod
-    def of(cls, name, functions_keywords: dict, sources, *, extra_cflags=None, extra_cuda_cflags=None,
-           extra_ldflags=None, extra_include_paths=None, cuda="auto", cache_dir=None) -> "LoadRequest":
-        """From load()'s arguments; raises LoadError with the argument's name."""
+    def of(cls, name, native_functions, derivatives, sources, *, tags, includes, namespace, python, kernels,
+           unity, pch, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, cuda,
+           cache_dir) -> "LoadRequest":
+        """From load()'s arguments (the spec files and sources checked
+        already); raises LoadError naming the argument."""
         if cuda not in _SWITCH:
             raise LoadError(f"{label(name)}: cuda must be 'auto', True or False, not {cuda!r}")
-        keywords = dict(functions_keywords)
-        keywords["includes"] = words(keywords.get("includes", ()), "includes", name)
         try:
-            functions = FunctionsRequest.of(keywords.pop("native_functions"), keywords.pop("derivatives"),
-                                            **keywords)
+            functions = FunctionsRequest.of(native_functions, derivatives, tags=tags, namespace=namespace,
+                                            includes=words(includes, "includes", name), unity=unity, pch=pch,
+                                            kernels=kernels, python=python)
         except ValueError as e:
             raise LoadError(f"{label(name)}: {e}") from None
         cache_dir = cache_dir or os.environ.get("AUTOGRAD_CACHEDIR")
