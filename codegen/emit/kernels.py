@@ -133,8 +133,9 @@ def uses_autograd_fallback(unit: KernelUnit) -> bool:
     """An op with no derivatives entry (other than an out= overload) gets no
     Autograd kernel: torch's fallback for an op without one then decides,
     as for the same op registered through torch.library (it runs the kernel
-    below autograd; a gradient that would flow back through a result warns,
-    or raises under torch._C._set_autograd_fallback_mode('error'))."""
+    below its own Autograd key only: ATen ops the kernel calls record their
+    history; a gradient that would flow back through a result warns and is
+    None)."""
     return unit.info is None and unit.func.func.kind() != OUT
 
 

@@ -27,6 +27,7 @@ namespace when nothing changed, else raises LoadError.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import keyword
@@ -37,7 +38,7 @@ import shutil
 
 from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
 from autograd_scons.codegen.writer import write_atomic
-from autograd_scons.codegen.lock import BuildLock, FolderError
+from autograd_scons.codegen.lock import BuildLock, FolderError, LockTimeout
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
 from autograd_scons.jit.request import LoadError, LoadRequest, label as _label, words as _words
 
@@ -45,6 +46,23 @@ SPEC = "load_spec.json"
 STAMP = ".up_to_date.json"
 _SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sconstruct.py")
 _loaded: dict = {}  # name -> _Loaded, for this process
+
+
+def _one_line_errors(fn):
+    """fn, whose own errors (one located line, the log's path) reach the
+    caller without the tool's frames or the exception they were raised
+    while handling: what went wrong is in the line, and the frames would
+    only bury it.  Any other exception (a bug) keeps its traceback."""
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (LoadError, runner.BuildError, LockTimeout, FolderError) as e:
+            # A bare `raise` adds no frame (Python >= 3.11 takes the
+            # traceback from the exception): the caller's frame is its first.
+            e.__traceback__, e.__cause__, e.__suppress_context__ = None, None, True
+            raise
+    return entry
 
 
 class _Loaded:
@@ -224,6 +242,7 @@ def _again(label, before, folder, key, stamp_path, timeout):
                     "to build and load the new one")
 
 
+@_one_line_errors
 def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
          python=True, kernels=True, unity="auto", extra_cflags=None, extra_cuda_cflags=None,
          extra_ldflags=None, extra_include_paths=None, build_directory=None, verbose=False,
@@ -248,6 +267,7 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     return _build_and_load(request, build_folder(name, build_directory), _root(build_directory), verbose, timeout)
 
 
+@_one_line_errors
 def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), *, tags=None,
                 includes=(), namespace=None, python=True, kernels=True, unity="auto", extra_cflags=None,
                 extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,

@@ -46,12 +46,18 @@ def test_lines_are_in_the_shared_header_not_in_the_function(tmp_path):
     assert "#define AGF_LINE_Mm2Backward0_0 6\n" in (moved / "derivative_lines.h").read_text()
 
 
+def compiler(cxx):
+    if shutil.which(cxx) is None:
+        pytest.skip(f"{cxx} is not installed: `apt-get install {'clang' if 'clang' in cxx else 'g++'}` "
+                    "(.ci/run installs clang)")
+    return cxx
+
+
 @pytest.mark.compile
 @pytest.mark.parametrize("cxx", ["g++", "clang++"])
 def test_error_in_a_formula_names_the_yaml_line(tmp_path, cxx):
-    if shutil.which(cxx) is None:
-        pytest.skip(f"{cxx} is not installed")
     from support import cxx as flags
+    compiler(cxx)
     gen = generate(tmp_path)
     proc = subprocess.run([cxx, *flags.torch_flags(), *flags.python_flags(), "-w", "-fsyntax-only",
                            "unity/bucket_0.cpp"], capture_output=True, text=True, cwd=gen)
@@ -62,13 +68,15 @@ def test_error_in_a_formula_names_the_yaml_line(tmp_path, cxx):
 
 
 @pytest.mark.compile
-def test_error_in_a_forward_formula_names_the_yaml_line(tmp_path):
+@pytest.mark.parametrize("cxx", ["g++", "clang++"])
+def test_error_in_a_forward_formula_names_the_yaml_line(tmp_path, cxx):
     """Forward formulas are in the op's Autograd kernel (ops/), not the Function."""
     from support import cxx as flags
+    compiler(cxx)
     gen = generate(tmp_path, DERIVATIVES.replace("  a: grad * bb\n", "  a: grad * b\n")
                    + "  result: a_t * bb + b_t * a_p\n")
     assert "#define AGF_LINE_Mm2Backward0_fw0 6\n" in (gen / "derivative_lines.h").read_text()
-    proc = subprocess.run(["g++", *flags.torch_flags(), *flags.python_flags(), "-w", "-fsyntax-only",
+    proc = subprocess.run([cxx, *flags.torch_flags(), *flags.python_flags(), "-w", "-fsyntax-only",
                            "ops/nbx_mm2.cpp"], capture_output=True, text=True, cwd=gen)
     assert proc.returncode != 0
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]

@@ -8,11 +8,13 @@ One build for two architectures, then checks of that build: the objects
 hold SASS for each, the library loads with CUDA kernels registered, the
 example's full checks (gradcheck, opcheck, torch.compile, forward AD, and
 tests/nvcc/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
-torch 2.14.1.  A second clone sharing the CacheDir: all hits, then an
+torch 2.14.1, and so does the differential suite
+(tests/python/test_aten_differential.py, on CPU tensors).  A second clone sharing the CacheDir: all hits, then an
 architecture change recompiles the `.cu` object only, and a `dispatch:
 CUDA:` kernel that no source defines fails the load naming it."""
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -34,6 +36,7 @@ ARGS = ("UNITY=2", "-j2", "OPT=-O0", "BUILD=build", "EXAMPLE=specs")
 CU_OBJECT = os.path.join("build", "example", "csrc", "kernels_cuda.os")
 LIBRARY = os.path.join("build", "example", "myops_ext.so")
 CHECKS = ["tests/nvcc/test_cuda_kernels.py", "tests/example/test_extension_pt2.py", "tests/example/test_forward_ad.py"]
+DIFFERENTIAL = "tests/python/test_aten_differential.py"
 
 
 @pytest.fixture(scope="module")
@@ -110,14 +113,27 @@ def test_a_second_build_compiles_nothing(first, venv):
     assert compiled(build(first[0], venv)) == []
 
 
-def test_the_example_checks_pass_under_torch_2_14(first, venv):
-    root = first[0]
-    env = dict(os.environ, AGF_TEST_BUILD_SPECS="build", TORCH_CUDA_ARCH_LIST=ARCHS)
-    proc = subprocess.run([venv, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *CHECKS],
-                          cwd=root, capture_output=True, text=True, env=env)
+def pytest_in_venv(python, root, modules, **environ):
+    """Test modules of the clone `root` run by the venv's pytest: its stdout;
+    they all pass."""
+    proc = subprocess.run([python, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *modules],
+                          cwd=root, capture_output=True, text=True, env=dict(os.environ, **environ))
     print(proc.stdout[-3000:])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " failed" not in proc.stdout and " passed" in proc.stdout
+    return proc.stdout
+
+
+def test_the_example_checks_pass_under_torch_2_14(first, venv):
+    pytest_in_venv(venv, first[0], CHECKS, AGF_TEST_BUILD_SPECS="build", TORCH_CUDA_ARCH_LIST=ARCHS)
+
+
+def test_the_differential_suite_agrees_under_torch_2_14(venv, tmp_path):
+    """Our generated Autograd kernels against ATen's under torch 2.14.1 (on
+    CPU tensors: the suite builds with the host compiler alone)."""
+    out = pytest_in_venv(venv, clone(tmp_path / "diff", torch_facts=False), [DIFFERENTIAL])
+    [(pairs, agree)] = set(re.findall(r"^(\d+) scenario pairs, (\d+) agree$", out, re.M))
+    assert int(pairs) > 0 and agree == pairs, out[-3000:]
 
 
 def test_a_second_clone_hits_the_cache_and_an_arch_change_recompiles_the_cu_only(first, venv, tmp_path):

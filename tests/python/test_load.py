@@ -7,6 +7,7 @@ objects, so each process really loads the published library: what these
 tests cannot see is whether the ops work, which tests/python/test_load_compile.py
 checks with the real compiler."""
 
+import json
 import os
 import re
 import signal
@@ -16,7 +17,7 @@ import time
 
 import pytest
 
-from support.load_helpers import FAKE_CXX, command, environ, example, run, stall, start, wait_for
+from support.load_helpers import FAKE_CXX, RUNNER, command, environ, example, run, stall, start, wait_for
 from support.scons_helpers import clone, compiled, edit, scons
 from support.spec_facts import REPO
 
@@ -331,3 +332,28 @@ def test_autograd_launcher_goes_before_every_compile_not_the_link(ext, tmp_path)
     assert len(launched) == len([x for x in out.splitlines() if " -c " in x and " -o " in x]) == 4  # with the prelude
     assert len(precompiles("\n".join(launched))) == 1
     assert not any("myops.so" in x for x in launched)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Python 3.10 re-raises with the traceback it caught: "
+                    "the tool's frames stay (run the tests under Python 3.11 or later)")
+def test_a_failed_load_shows_no_internal_frames(ext):
+    """A failed load() left uncaught, in a new interpreter: the traceback is
+    the caller's line, then the one located line and the log's path; none of
+    the tool's frames, no chained exception."""
+    call, env = ext
+    edit(call["derivatives"], "self: grad * alpha", "self: grad * alpha\n  nosuch: grad")
+    uncaught = RUNNER[:RUNNER.index("try:")] + (
+        "try:\n    fn(**call)\nexcept Exception as e:\n"
+        "    import traceback\n    print('FRAMES', [f.filename for f in traceback.extract_tb(e.__traceback__)])\n"
+        "fn(**call)\n")
+    proc = subprocess.run([sys.executable, "-c", uncaught, json.dumps(call)], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [frames] = [x for x in proc.stdout.splitlines() if x.startswith("FRAMES")]
+    assert frames == "FRAMES ['<string>']"     # the caller's own frame alone
+    shown = proc.stderr[proc.stderr.index("Traceback (most recent call last):"):].splitlines()
+    log = os.path.join(call["build_directory"], "build.log")
+    assert re.fullmatch(r'  File "<string>", line \d+, in <module>', shown[1]), shown   # (-c shows no source)
+    assert re.fullmatch(r"autograd_scons\.buildenv\.runner\.BuildError: load\(myops\): build failed: "
+                        + re.escape(call["derivatives"]) + r":\d+: entry '.*': .*nosuch.*", shown[2]), shown
+    assert shown[3:] == [f"  full log: {log}"], shown
