@@ -3,14 +3,41 @@ imported, are `torch.ops.extname.*` (also `extname.ops`)."""
 
 import glob
 import os
+import re
 
 import torch
+
+
+def _variant(paths):
+    # A merged wheel (merge-wheels) carries one library per torch minor and
+    # build: _C/torch2.13_cpu.so, _C/torch2.14_cu130.so.  Each links that
+    # torch's C++ ABI, so only the running torch's minor and build (CPU, or
+    # its CUDA major) is loaded; never a CPU one under a CUDA torch or the
+    # other way round (their libtorch differ).
+    minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    cuda = torch.version.cuda
+    found = {}
+    for path in paths:
+        m = re.fullmatch(r"torch(\d+\.\d+)_(cpu|cu(\d+))\.so", os.path.basename(path))
+        if m and m.group(1) == minor and (m.group(3)[:-1] == cuda.split(".")[0] if cuda and m.group(3)
+                                          else not cuda and m.group(2) == "cpu"):
+            found[m.group(2)] = path
+    exact = "cu" + "".join(cuda.split(".")[:2]) if cuda else "cpu"
+    if found:  # this CUDA's own build first, else the newest of its major
+        return found.get(exact) or found[sorted(found)[-1]]
+    carried = ", ".join(sorted(os.path.basename(p)[:-3] for p in paths))
+    raise ImportError(f"extname: no library for torch {torch.__version__} "
+                      f"({'CUDA ' + cuda if cuda else 'CPU'}) among those this package carries: {carried} "
+                      "(install a torch one of them was built for, or build extname from source)")
 
 
 def _library():
     # Installed, the library sits beside this file; in an editable install
     # the package's path also holds the build folder's copy.
     for folder in __path__:
+        variants = sorted(glob.glob(os.path.join(folder, "_C", "torch*.so")))
+        if variants:
+            return _variant(variants)
         found = sorted(glob.glob(os.path.join(folder, "_C*.so")))
         if found:
             return found[0]
