@@ -155,10 +155,11 @@ def test_a_repeated_variant_or_a_file_that_is_no_variant_wheel_is_one_error(base
     assert "cannot read the wheel" in _one_error(merge(base, outdir, base[2], not_zip, check=False), outdir)
 
 
-def _import(site, base, fake_cuda=None):
+def _import(site, base, fake_cuda=None, fake_hip=None):
     """Import the package from `site` with torch.ops.load_library printing
-    the library it is given (a stand-in library cannot be loaded)."""
-    fake = f"torch.version.cuda = {fake_cuda!r}\n" if fake_cuda else ""
+    the library it is given (a stand-in library cannot be loaded), and
+    torch.version saying CUDA `fake_cuda` or ROCm `fake_hip`."""
+    fake = f"torch.version.cuda = {fake_cuda!r}\ntorch.version.hip = {fake_hip!r}\n"
     code = f"import torch\n{fake}torch.ops.load_library = lambda p: print('LOAD', p)\nimport {NAME}\n"
     far = base[0] / "far" / "away"
     os.makedirs(far, exist_ok=True)
@@ -185,6 +186,30 @@ def test_the_loader_picks_the_running_torchs_minor_and_build(merged, base):
         assert proc.stdout.split() == ["LOAD", os.path.join(str(where), NAME, "_C", f"{cpu}.so")]
     proc = _import(site2, base, fake_cuda="13.0")  # a CUDA 13 torch of this minor: its CUDA variant
     assert proc.stdout.split() == ["LOAD", os.path.join(str(site2), NAME, "_C", f"{cu}.so")], proc.stderr
+    proc = _import(site2, base, fake_cuda="12.8")  # another CUDA major: neither
+    assert proc.returncode != 0 and "LOAD" not in proc.stdout and "(cu128)" in proc.stderr, proc.stderr
+    proc = _import(site2, base, fake_hip="6.2")  # a ROCm torch: not the CPU variant
+    assert proc.returncode != 0 and "LOAD" not in proc.stdout and "(rocm6.2)" in proc.stderr, proc.stderr
+
+
+def test_one_variant_merged_alone_requires_its_own_minor(base):
+    path = merge(base, str(base[0] / "out-one"), base[2]).stdout.split()[0]
+    major, minor = base[4]
+    metadata = ship.wheel_read(path, f"{INFO}/METADATA").decode().splitlines()
+    assert [x for x in metadata if x.startswith("Requires-Dist: torch")] == [f"Requires-Dist: torch=={major}.{minor}.*"]
+    assert ship.wheel_read(path, f"{NAME}/_C/{base[3]['variant']}.so") == ship.wheel_read(base[2], f"{NAME}/_C.so")
+
+
+def test_new_writes_the_torch_span_given_and_refuses_an_unreadable_one(base):
+    where = base[0] / "spans"
+    os.makedirs(where)
+    ship.new(where, "pinned_ops", base[1], "--torch", "==2.13.*")
+    with open(where / "pinned_ops" / "pyproject.toml") as f:
+        assert 'requires = ["autograd-functions-scons", "torch==2.13.*"]' in f.read()
+    proc = ship.new(where, "bad_ops", base[1], "--torch", "~=2.13", check=False)
+    assert proc.returncode != 0 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert proc.stderr.startswith("autograd_scons new: --torch: ") and "'~=2.13'" in proc.stderr
+    assert sorted(os.listdir(where)) == ["pinned_ops"]  # nothing written, not even the temporary folder
 
 
 def test_no_variant_for_the_running_torch_is_a_one_line_import_error(base):
@@ -197,6 +222,6 @@ def test_no_variant_for_the_running_torch_is_a_one_line_import_error(base):
     assert proc.returncode != 0 and "LOAD" not in proc.stdout
     [line] = [x for x in proc.stderr.splitlines() if x.startswith("ImportError")]
     carried = ", ".join(sorted(n for _, n in others))
-    assert line == (f"ImportError: {NAME}: no library for torch {torch.__version__} (CPU) among those this "
+    assert line == (f"ImportError: {NAME}: no library for torch {torch.__version__} (cpu) among those this "
                     f"package carries: {carried} (install a torch one of them was built for, or build {NAME} "
                     "from source)")

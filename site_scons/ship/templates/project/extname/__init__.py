@@ -8,27 +8,33 @@ import re
 import torch
 
 
+def _build():
+    """`cpu`, `cu130` (CUDA 13.0) or `rocm...`: the running torch's build."""
+    if getattr(torch.version, "hip", None):
+        return "rocm" + torch.version.hip
+    return "cu" + "".join(torch.version.cuda.split(".")[:2]) if torch.version.cuda else "cpu"
+
+
 def _variant(paths):
     # A merged wheel (merge-wheels) carries one library per torch minor and
     # build: _C/torch2.13_cpu.so, _C/torch2.14_cu130.so.  Each links that
     # torch's C++ ABI, so only the running torch's minor and build (CPU, or
-    # its CUDA major) is loaded; never a CPU one under a CUDA torch or the
-    # other way round (their libtorch differ).
+    # its CUDA major) is loaded: never a CPU one under a CUDA or ROCm torch,
+    # nor the other way round (their libtorch differ).
     minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
-    cuda = torch.version.cuda
+    build = _build()
     found = {}
     for path in paths:
         m = re.fullmatch(r"torch(\d+\.\d+)_(cpu|cu(\d+))\.so", os.path.basename(path))
-        if m and m.group(1) == minor and (m.group(3)[:-1] == cuda.split(".")[0] if cuda and m.group(3)
-                                          else not cuda and m.group(2) == "cpu"):
+        same_build = m and (m.group(2) == build if build == "cpu" else
+                            build.startswith("cu") and m.group(3) and m.group(3)[:-1] == build[2:-1])
+        if same_build and m.group(1) == minor:
             found[m.group(2)] = path
-    exact = "cu" + "".join(cuda.split(".")[:2]) if cuda else "cpu"
     if found:  # this CUDA's own build first, else the newest of its major
-        return found.get(exact) or found[sorted(found)[-1]]
+        return found.get(build) or found[sorted(found)[-1]]
     carried = ", ".join(sorted(os.path.basename(p)[:-3] for p in paths))
-    raise ImportError(f"extname: no library for torch {torch.__version__} "
-                      f"({'CUDA ' + cuda if cuda else 'CPU'}) among those this package carries: {carried} "
-                      "(install a torch one of them was built for, or build extname from source)")
+    raise ImportError(f"extname: no library for torch {torch.__version__} ({build}) among those this package "
+                      f"carries: {carried} (install a torch one of them was built for, or build extname from source)")
 
 
 def _library():
