@@ -59,11 +59,24 @@ def read_variant(path):
         raise MergeError(f"{path}: no {info}/{variant.VARIANT_FILE}: not a variant wheel built by "
                          "autograd_scons.build_meta (a merged wheel, or one built before merge-wheels existed: "
                          "build it again)")
-    data = json.loads(record)
-    if "variant" not in data or files.get(data.get("library")) is None:
+    try:
+        data = json.loads(record)
+    except ValueError as e:
+        raise MergeError(f"{path}: {info}/{variant.VARIANT_FILE}: not JSON ({e})") from None
+    unsafe = sorted(n for n in files if not _relative(n))
+    if unsafe:  # it would be written where it says when the merged wheel is installed
+        raise MergeError(f"{path}: member {unsafe[0]!r} is not a normalized relative path")
+    if not isinstance(data, dict) or not variant.NAME.fullmatch(str(data.get("variant"))):
+        raise MergeError(f"{path}: {info}/{variant.VARIANT_FILE} names no variant such as torch2.13_cpu")
+    if files.get(data.get("library")) is None or not data["library"].endswith(".so"):
         raise MergeError(f"{path}: {info}/{variant.VARIANT_FILE} names no library in the wheel: not a variant "
                          "wheel (merging merged wheels is not supported: merge their variant wheels)")
     return {"path": path, "name": parts, "files": files, "info": info, "variant": data}
+
+
+def _relative(member):
+    return (not member.startswith("/") and "\\" not in member and posixpath.normpath(member) == member
+            and ".." not in member.split("/"))
 
 
 def _same(wheels, what, key):

@@ -39,9 +39,10 @@ def base(tmp_path_factory):
     return tmp, path, wheel, record, (major, minor)
 
 
-def variant_wheel(base, folder, major, minor, cuda=None, edit=None):
+def variant_wheel(base, folder, major, minor, cuda=None, edit=None, record_edit=None):
     """The backend's wheel as it would be under torch major.minor (CUDA `cuda`):
-    its record, pin and library bytes changed; `edit`: {member: bytes} more."""
+    its record, pin and library bytes changed; `edit`: {member: bytes} more;
+    `record_edit`: {key: value} of its variant record."""
     from autograd_scons.ship import variant, wheel_files
     tmp, _, wheel, record, _ = base
     with zipfile.ZipFile(wheel) as z:
@@ -53,7 +54,8 @@ def variant_wheel(base, folder, major, minor, cuda=None, edit=None):
     dist_info = {"METADATA": meta.replace(torch_pin, f"Requires-Dist: torch=={major}.{minor}.*"),
                  "WHEEL": files.pop(f"{INFO}/WHEEL").decode(),
                  "autograd_scons.json": json.dumps(dict(record, variant=name, torch=f"{major}.{minor}.0",
-                                                        torch_cuda=cuda), sort_keys=True, indent=1) + "\n"}
+                                                        torch_cuda=cuda) | (record_edit or {}),
+                                                   sort_keys=True, indent=1) + "\n"}
     files = {n: d for n, d in files.items() if not n.startswith(INFO)}
     files[record["library"]] += f"\0{name}".encode()  # each variant's own bytes
     files.update(edit or {})
@@ -153,6 +155,18 @@ def test_a_repeated_variant_or_a_file_that_is_no_variant_wheel_is_one_error(base
     with open(not_zip, "w") as f:
         f.write("not a zip")
     assert "cannot read the wheel" in _one_error(merge(base, outdir, base[2], not_zip, check=False), outdir)
+
+
+def test_a_variant_wheel_naming_paths_outside_the_wheel_is_one_error(base):
+    major, minor = base[4]
+    outdir = str(base[0] / "out-escape")
+    os.makedirs(outdir)
+    for i, (edit, record, words) in enumerate((
+            ({}, {"variant": "../../escape"}, "names no variant such as torch2.13_cpu"),
+            ({f"../{NAME}/x.py": b""}, {}, f"member '../{NAME}/x.py' is not a normalized relative path"),
+            ({}, {"library": f"{INFO}/METADATA"}, "names no library in the wheel"))):
+        path, _ = variant_wheel(base, f"escape{i}", major, minor + 1, edit=edit, record_edit=record)
+        assert words in _one_error(merge(base, outdir, base[2], path, check=False), outdir)
 
 
 def _import(site, base, fake_cuda=None, fake_hip=None):
