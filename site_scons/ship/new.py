@@ -1,7 +1,8 @@
-"""`python -m autograd_scons new NAME [--cuda]`: a new extension project in
-the folder NAME (pyproject.toml with this package's build backend and the
-torch span it builds under, SConstruct, the package, the specs of one differentiable op, its
-CPU kernel, tests; `--cuda`: its CUDA kernel too), made from the real files
+"""`python -m autograd_scons new NAME [--cuda] [--torch SPEC]`: a new
+extension project in the folder NAME (pyproject.toml with this package's
+build backend and the torch span it builds under, SConstruct, the package,
+the specs of one differentiable op, its CPU kernel, tests; `--cuda`: its
+CUDA kernel too), made from the real files
 in templates/ (`extname` in them becomes NAME).  A folder that exists, or
 a NAME that is not a Python identifier, is longer than 100 characters, or
 would shadow torch's modules, this tool's or the standard library's, is
@@ -50,7 +51,7 @@ def torch_requirement(given=None):
     from autograd_scons.ship import torch_span
     if given:
         try:
-            return torch_span.check(given.replace(" ", ""))
+            return torch_span.check(given.replace(" ", "").removeprefix("torch"))  # (`torch>=2.13` too)
         except torch_span.BadSpan as e:
             raise SystemExit(f"autograd_scons new: --torch: {e}") from None
     return torch_span.default_span(torch_pin()[:-2])
