@@ -177,6 +177,7 @@ def merge(paths, outdir, plat="auto"):
             probe = os.path.join(tmp, f"{dist}-{tag}.whl")
             wheel_files.write_wheel(probe, files, dict(dist_info, WHEEL=wheel_files.wheel_text(tag)))
             try:
+                platform_tag.check_elf({m: d for m, d in files.items() if m.endswith(".so")})
                 found = platform_tag.manylinux_tag(platform_tag.audit(probe))
             except platform_tag.TagError as e:
                 raise MergeError(str(e)) from None

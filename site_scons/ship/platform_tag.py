@@ -31,6 +31,16 @@ def is_torch_lib(name):
     return any(fnmatch.fnmatch(name, p) for p in TORCH_LIBS)
 
 
+def check_elf(libraries):
+    """TagError unless each of {name: bytes} is an ELF file: auditwheel
+    passes over anything else, and would tag a wheel whose libraries it
+    never read with its lowest policy (manylinux_2_5)."""
+    for name, data in sorted(libraries.items()):
+        if not data.startswith(b"\x7fELF"):
+            raise TagError(f"{name} is not an ELF shared library: no manylinux tag can be checked for it "
+                           "(--plat linux keeps linux_<arch>)")
+
+
 def audit(wheel, python=None):
     """auditwheel's `show --json` report of `wheel` (a dict)."""
     cmd = [python or sys.executable, "-m", "auditwheel", "show", "--json", wheel]

@@ -169,6 +169,25 @@ def test_a_variant_wheel_naming_paths_outside_the_wheel_is_one_error(base):
         assert words in _one_error(merge(base, outdir, base[2], path, check=False), outdir)
 
 
+def test_the_default_tag_is_the_one_auditwheel_reports_and_a_library_it_cannot_read_is_one_error(base):
+    # the stand-in compiler's library is a small ELF file that links nothing
+    outdir = str(base[0] / "out-auto")
+    os.makedirs(outdir)
+    cmd = [sys.executable, "-m", "autograd_scons", "merge-wheels", "-o", outdir]
+    [path] = ship.run(cmd + [base[2]], base[0], ship.environ(base[1])).stdout.split()
+    report = json.loads(ship.run([sys.executable, "-m", "auditwheel", "show", "--json", path], base[0],
+                                 ship.environ("")).stdout)
+    assert report["sym_tag"].startswith("manylinux_")
+    assert os.path.basename(path).endswith(f"-{report['sym_tag']}.whl")
+    assert f"Tag: cp{sys.version_info[0]}{sys.version_info[1]}-cp{sys.version_info[0]}{sys.version_info[1]}-" \
+        f"{report['sym_tag']}" in ship.wheel_read(path, f"{INFO}/WHEEL").decode().splitlines()
+    os.unlink(path)
+    major, minor = base[4]
+    not_elf, _ = variant_wheel(base, "not-elf", major, minor + 1, edit={f"{NAME}/_C.so": b"not a library"})
+    proc = ship.run(cmd + [base[2], not_elf], base[0], ship.environ(base[1]), check=False)
+    assert f"{NAME}/_C/torch{major}.{minor + 1}_cpu.so is not an ELF shared library" in _one_error(proc, outdir)
+
+
 def _import(site, base, fake_cuda=None, fake_hip=None):
     """Import the package from `site` with torch.ops.load_library printing
     the library it is given (a stand-in library cannot be loaded), and
