@@ -182,6 +182,9 @@ def test_the_default_tag_is_the_one_auditwheel_reports_and_a_library_it_cannot_r
     assert f"Tag: cp{sys.version_info[0]}{sys.version_info[1]}-cp{sys.version_info[0]}{sys.version_info[1]}-" \
         f"{report['sym_tag']}" in ship.wheel_read(path, f"{INFO}/WHEEL").decode().splitlines()
     os.unlink(path)
+    other = "manylinux_2_17_x86_64" if report["sym_tag"] != "manylinux_2_17_x86_64" else "manylinux_2_28_x86_64"
+    proc = ship.run(cmd + ["--plat", other, base[2]], base[0], ship.environ(base[1]), check=False)
+    assert f"--plat {other}: auditwheel says the libraries need {report['sym_tag']}" in _one_error(proc, outdir)
     major, minor = base[4]
     not_elf, _ = variant_wheel(base, "not-elf", major, minor + 1, edit={f"{NAME}/_C.so": b"not a library"})
     proc = ship.run(cmd + [base[2], not_elf], base[0], ship.environ(base[1]), check=False)
