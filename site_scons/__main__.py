@@ -4,6 +4,7 @@
     infos      print the differentiability infos as JSON
     weaken     copy a bucket's object with the edit TUs' symbols made weak
     new        write a new extension project
+    merge-wheels  merge variant wheels (one per torch minor and build) into one
 
 `python -m autograd_scons COMMAND --help` says more; docs/cli.md has the
 details.  Each command imports what it runs when it runs.
@@ -13,7 +14,7 @@ import argparse
 import sys
 
 from autograd_scons.codegen import cli
-from autograd_scons.ship import new
+from autograd_scons.ship import merge, new
 
 
 def main(argv=None) -> int:
@@ -23,6 +24,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     cli.add_commands(sub)
     new.add_command(sub)
+    merge.add_command(sub)
     return cli.run(parser.parse_args(argv))
 
 

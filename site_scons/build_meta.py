@@ -28,7 +28,7 @@ import sys
 import sysconfig
 
 from autograd_scons.buildenv.runner import BuildError  # one line (`str()`): the hooks print no traceback
-from autograd_scons.ship import metadata, wheel_files
+from autograd_scons.ship import metadata, variant, wheel_files
 from autograd_scons.ship.project import ProjectBuild, build_project
 
 BUILD_ROOT = "build"
@@ -72,7 +72,7 @@ def project_config(project="."):
 
 
 def _build_pin(data):
-    """The `torch==X.Y.*` of build-system.requires, or None."""
+    """The torch specifier of build-system.requires (`==X.Y.*`, `>=2.13,<2.15`), or None."""
     for req in (data.get("build-system") or {}).get("requires") or []:
         m = re.fullmatch(r"\s*torch\s*(\S.*)?", req)
         if m:
@@ -86,7 +86,7 @@ def torch_minor(version):
 
 def check_torch(data, cache_dir):
     """The build environment's torch version, refused in one line when
-    absent or not the minor build-system.requires pins."""
+    absent or outside the span build-system.requires states (ship/torch_span.py)."""
     import importlib.util
     from autograd_scons.buildenv import torch_flags
     wanted = _build_pin(data)
@@ -96,8 +96,16 @@ def check_torch(data, cache_dir):
                "or install torch and build with --no-build-isolation")
         raise BuildError(f"no torch in the build environment ({sys.executable}): {how}")
     version = torch_flags.torch_facts(os.path.join(cache_dir, ".torch.json"))["version"]
-    m = re.fullmatch(r"==(\d+)\.(\d+)\.\*", wanted or "")
-    if wanted and (not m or f"{m.group(1)}.{m.group(2)}" != torch_minor(version)):
+    from autograd_scons.ship import torch_span  # a span (>=2.13,<2.15) or one minor (==2.13.*)
+    try:
+        inside = not wanted or torch_span.contains(wanted, version)
+    except torch_span.BadSpan as e:
+        raise BuildError(f"pyproject.toml: build-system.requires: {e}") from None
+    if not inside and torch_span.pinned_minor(wanted) is None:
+        raise BuildError(f"torch {version} in the build environment ({sys.executable}) is outside the "
+                         f"build-system.requires span torch{wanted}: install a torch in that span there, or widen "
+                         "the span in pyproject.toml")
+    if not inside:
         raise BuildError(f"torch {version} in the build environment ({sys.executable}) is not the "
                          f"build-system.requires pin torch{wanted}: install torch{wanted} there, or change "
                          f"the pin in pyproject.toml to torch=={torch_minor(version)}.*")
@@ -203,7 +211,9 @@ def _wheel(wheel_directory, data, info, files):
     name = f"{_dist(data)}-{tag}.whl"
     wheel_files.write_wheel(os.path.join(wheel_directory, name), files, {
         "METADATA": metadata.metadata_text(data["project"], requires(data, version), "."),
-        "WHEEL": wheel_files.wheel_text(tag), **_entry_points(data)})
+        "WHEEL": wheel_files.wheel_text(tag), **_entry_points(data),
+        # which torch the library is for, read by merge-wheels (ship/merge.py)
+        **(variant.dist_info(info) if info["library"] in files else {})})
     return name
 
 

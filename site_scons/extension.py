@@ -93,7 +93,8 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
     facts = env["AUTOGRAD_TORCH"]
     _write_if_changed(os.path.join(build, WHEEL_JSON), {
         "package": package, "library": f"{package}/{LIBRARY_STEM}.so", "python": bool(env["PYTHON"]),
-        "torch": facts["version"], "cuda": env.get("AUTOGRAD_CUDA_ARCHS") or [],
+        "torch": facts["version"], "torch_cuda": facts.get("cuda"),  # the variant's name (ship/variant.py)
+        "cuda": env.get("AUTOGRAD_CUDA_ARCHS") or [],
         "cuda_skipped": env.get("AUTOGRAD_CUDA_SKIPPED") if cuda_sources else None,
         "cuda_sources": [str(s) for s in env.Flatten([cuda_sources])]})
     env.Default(library)

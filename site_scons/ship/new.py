@@ -1,7 +1,8 @@
-"""`python -m autograd_scons new NAME [--cuda]`: a new extension project in
-the folder NAME (pyproject.toml with this package's build backend and the
-torch pin, SConstruct, the package, the specs of one differentiable op, its
-CPU kernel, tests; `--cuda`: its CUDA kernel too), made from the real files
+"""`python -m autograd_scons new NAME [--cuda] [--torch SPEC]`: a new
+extension project in the folder NAME (pyproject.toml with this package's
+build backend and the torch span it builds under, SConstruct, the package,
+the specs of one differentiable op, its CPU kernel, tests; `--cuda`: its
+CUDA kernel too), made from the real files
 in templates/ (`extname` in them becomes NAME).  A folder that exists, or
 a NAME that is not a Python identifier, is longer than 100 characters, or
 would shadow torch's modules, this tool's or the standard library's, is
@@ -41,6 +42,19 @@ def torch_pin():
     else:
         version = facts["version"]
     return ".".join(version.split("+")[0].split(".")[:2]) + ".*"
+
+
+def torch_requirement(given=None):
+    """The span of torch versions the project builds under, written once
+    into build-system.requires: `given` (--torch) when readable, else the
+    installed minor and the next one (torch_span.default_span)."""
+    from autograd_scons.ship import torch_span
+    if given:
+        try:
+            return torch_span.check(given.replace(" ", "").removeprefix("torch"))  # (`torch>=2.13` too)
+        except torch_span.BadSpan as e:
+            raise SystemExit(f"autograd_scons new: --torch: {e}") from None
+    return torch_span.default_span(torch_pin()[:-2])
 
 
 def render(text, name, cuda):
@@ -88,7 +102,7 @@ def check_name(name):
                          "would shadow it: choose another name")
 
 
-def new(name, cuda=False, where="."):
+def new(name, cuda=False, where=".", torch_spec=None):
     """Write the project; returns its folder.  SystemExit (one line) on a
     bad name or an existing folder, before anything is written."""
     check_name(name)
@@ -96,13 +110,13 @@ def new(name, cuda=False, where="."):
     if os.path.lexists(dest):
         raise SystemExit(f"autograd_scons new: {dest} already exists: nothing written (choose another name, "
                          "or remove it)")
-    pin = torch_pin()
+    span = torch_requirement(torch_spec)
     # Written into a temporary sibling and renamed: never a half-written project.
     tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=where or ".")
     try:
         for template, rel in template_files(cuda):
             with open(template, encoding="utf-8") as f:
-                text = render(f.read(), name, cuda).replace("@TORCH_PIN@", pin)
+                text = render(f.read(), name, cuda).replace("@TORCH_SPAN@", span)
             out = os.path.join(tmp, rel.format(name=name))
             os.makedirs(os.path.dirname(out), exist_ok=True)
             with open(out, "w", encoding="utf-8") as f:
@@ -119,10 +133,13 @@ def add_command(sub) -> None:
     p = sub.add_parser("new", help="write a new extension project NAME/")
     p.add_argument("name")
     p.add_argument("--cuda", action="store_true", help="with a CUDA kernel (built when torch is a CUDA build)")
+    p.add_argument("--torch", metavar="SPEC", default=None,
+                   help="the torch versions the project builds under (default: the installed minor and the "
+                        "next, e.g. '>=2.13,<2.15')")
     p.set_defaults(run=_cmd_new)
 
 
 def _cmd_new(args) -> int:
-    dest = new(args.name, args.cuda)
+    dest = new(args.name, args.cuda, torch_spec=args.torch)
     print(f"{dest}: written; next: cd {dest} && pip install --no-build-isolation . && pytest tests")
     return 0

@@ -87,13 +87,18 @@ def write_wheel(path, files, dist_info):
     record = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in entries]
     entries.append((f"{info_dir}/RECORD", ("\n".join(record + [f"{info_dir}/RECORD,,"]) + "\n").encode()))
     tmp = f"{path}.{os.getpid()}.tmp"
-    with zipfile.ZipFile(tmp, "w") as z:
-        for name, data in entries:
-            info = zipfile.ZipInfo(name, date_time=_zip_time())
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
-            z.writestr(info, data, compresslevel=6)
-    os.replace(tmp, path)
+    try:
+        with zipfile.ZipFile(tmp, "w") as z:
+            for name, data in entries:
+                info = zipfile.ZipInfo(name, date_time=_zip_time())
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
+                z.writestr(info, data, compresslevel=6)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk or Ctrl-C: no partial wheel left beside the folder's others
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _dist_info_dir(wheel_path):

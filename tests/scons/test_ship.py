@@ -52,7 +52,11 @@ def test_the_wheel_holds_the_package_and_its_library_only(made):
     assert os.path.basename(wheel) == f"{NAME}-0.1.0-cp{sys.version_info[0]}{sys.version_info[1]}-" \
         f"cp{sys.version_info[0]}{sys.version_info[1]}-linux_x86_64.whl"
     assert ship.wheel_names(wheel) == sorted([f"{NAME}/__init__.py", f"{NAME}/_C.so", f"{info}/METADATA",
-                                              f"{info}/WHEEL", f"{info}/RECORD"])
+                                              f"{info}/WHEEL", f"{info}/autograd_scons.json", f"{info}/RECORD"])
+    # the variant record merge-wheels reads: this torch, CPU
+    record = json.loads(ship.wheel_read(wheel, f"{info}/autograd_scons.json"))
+    assert (record["variant"], record["torch"], record["torch_cuda"], record["library"]) == \
+        (f"torch{MAJOR}.{MINOR}_cpu", TORCH, None, f"{NAME}/_C.so")
     with open(os.path.join(made[2], NAME, "__init__.py"), "rb") as f:
         assert ship.wheel_read(wheel, f"{NAME}/__init__.py") == f.read()
     with open(os.path.join(made[2], ship.BUILD, NAME, "_C.so"), "rb") as f:
@@ -70,8 +74,8 @@ def test_requires_dist_pins_the_torch_minor_it_was_built_against(made):
         assert spec.contains(ok), ok
     for refused in (f"{MAJOR}.{MINOR + 1}.0", f"{MAJOR}.{MINOR - 1}.9", f"{MAJOR + 1}.{MINOR}.0"):
         assert not spec.contains(refused), refused
-    with open(os.path.join(made[2], "pyproject.toml")) as f:
-        assert f'"torch=={MAJOR}.{MINOR}.*"' in f.read()  # build-system.requires: what `new` pinned
+    with open(os.path.join(made[2], "pyproject.toml")) as f:  # build-system.requires: the span `new` wrote
+        assert f'"torch>={MAJOR}.{MINOR},<{MAJOR}.{MINOR + 2}"' in f.read()
 
 
 def test_the_cpu_build_says_in_one_line_that_no_cuda_kernel_is_built(made):
@@ -172,16 +176,20 @@ def test_new_refuses_an_existing_folder_or_a_bad_name_writing_nothing(made):
     assert sorted(os.listdir(tmp)) == before
 
 
-def test_a_build_environment_with_another_torch_is_one_line(made):
+@pytest.mark.parametrize("kind", ["pin", "span"])
+def test_a_build_environment_with_another_torch_is_one_line(made, kind):
     tmp, path, project = made[0], made[1], made[2]
-    other = ship.edited_copy(project, tmp / "wrong-pin" / NAME, "pyproject.toml", f'"torch=={MAJOR}.{MINOR}.*"',
-                             f'"torch=={MAJOR}.{MINOR + 1}.*"')
-    wheel, proc = ship.pip_wheel(other, str(tmp / "dist-wrong"), path, f"CXX={ship.FAKE_CXX}", check=False)
+    wanted = f"=={MAJOR}.{MINOR + 1}.*" if kind == "pin" else f">={MAJOR}.{MINOR + 1},<{MAJOR}.{MINOR + 3}"
+    other = ship.edited_copy(project, tmp / f"wrong-{kind}" / NAME, "pyproject.toml",
+                             f'"torch>={MAJOR}.{MINOR},<{MAJOR}.{MINOR + 2}"', f'"torch{wanted}"')
+    wheel, proc = ship.pip_wheel(other, str(tmp / f"dist-wrong-{kind}"), path, f"CXX={ship.FAKE_CXX}", check=False)
     assert wheel is None and proc.returncode != 0
     lines = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if "autograd_scons: error" in line]
-    assert lines == [f"autograd_scons: error: torch {TORCH} in the build environment ({sys.executable}) is not the "
-                     f"build-system.requires pin torch=={MAJOR}.{MINOR + 1}.*: install torch=={MAJOR}.{MINOR + 1}.* "
-                     f"there, or change the pin in pyproject.toml to torch=={MAJOR}.{MINOR}.*"]
+    found = f"autograd_scons: error: torch {TORCH} in the build environment ({sys.executable}) is "
+    assert lines == [found + (f"not the build-system.requires pin torch{wanted}: install torch{wanted} there, or "
+                              f"change the pin in pyproject.toml to torch=={MAJOR}.{MINOR}.*" if kind == "pin" else
+                              f"outside the build-system.requires span torch{wanted}: install a torch in that span "
+                              "there, or widen the span in pyproject.toml")]
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not os.path.exists(os.path.join(other, ship.BUILD, NAME))  # nothing built
 

@@ -30,7 +30,8 @@ def tool(tmp_path_factory):
     ship.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", wheels, src],
              tmp, ship.environ(""))
     path = ship.this_checkout(tmp)
-    ship.new(tmp, NAME, path)
+    import torch  # one minor (`new --torch`): the default span would have pip install the newest torch in it
+    ship.new(tmp, NAME, path, "--torch", "==" + ".".join(torch.__version__.split(".")[:2]) + ".*")
     return tmp, wheels, str(tmp / NAME)
 
 
