@@ -6,7 +6,10 @@ Tiers (markers):
   compile   the full tier only: runs a real C++ compiler (g++ on torch's
             headers: seconds to minutes per TU), or pip-installs into new
             environments (torch into pip's isolated build environment, the
-            tool's wheel into a venv: tens of seconds each, no compiler).
+            tool's wheel into a venv: tens of seconds each, no compiler),
+            or is the rest of a matrix whose sample the fast tier runs
+            (the kill matrix of test_interrupted_builds.py, the fresh seed
+            of test_load_random.py).
             `python -m pytest -q -m "not compile"` is the fast tier;
             `python -m pytest -q` runs everything.
   slow      slow for another reason (large subprocess runs); still in the
