@@ -22,6 +22,7 @@ import SCons.Errors
 import SCons.Script as S
 
 from autograd_scons.buildenv import cuda_flags
+from autograd_scons.buildenv import prelude
 from autograd_scons.buildenv import torch_flags
 from autograd_scons.buildenv import unfinished_build
 from autograd_scons.buildenv import verified_cache
@@ -36,8 +37,10 @@ def add_variables(vars):
                   "N = N unity buckets; 0 = one TU per op", "auto"),
         ("FUSE_LD", "linker (-fuse-ld=...): auto = gold when installed (3x faster than bfd on the "
                     "711 objects of SPECS=torch), bfd, gold, lld", "auto"),
-        S.EnumVariable("PCH", "precompiled prelude header (GCC's .gch): auto = on unless CXX is clang", "auto",
+        S.EnumVariable("PCH", "precompiled prelude header (GCC's .gch, clang's .pch): auto = on", "auto",
                        allowed_values=("auto", "0", "1")),
+        S.PathVariable("PRELUDE_DIR", "where the precompiled prelude is shared, one per torch, compiler and "
+                       "flags (default: $AUTOGRAD_EXTENSIONS_DIR/_prelude)", "", S.PathVariable.PathAccept),
         ("AUTOGRAD_EXPLAIN", "OP[,OP...]: say why these Functions were (not) regenerated", ""),
         S.PathVariable("CACHEDIR", "object cache shared between checkouts (SCons CacheDir)", "",
                        S.PathVariable.PathAccept),
@@ -72,9 +75,8 @@ def environment(vars, cuda):
     # The precompiled prelude, for both spec sets: a formula edit then costs one
     # edit TU against it (~0.5 header parses instead of ~1.2), and the cold
     # build pays the precompile (~2 parses) on the core the buckets leave idle
-    # (docs/compile-layout.md).  The .gch is GCC's format: clang is left alone.
-    cxx = os.path.basename((shlex.split(env.subst("$CXX")) or [""])[0])
-    pch = env["PCH"] == "1" or (env["PCH"] == "auto" and "clang" not in cxx)
+    # (docs/compile-layout.md).  GCC's .gch or clang's .pch (buildenv/prelude.py).
+    pch = env["PCH"] != "0"
     env["AUTOGRAD_EXAMPLE_PCH"] = pch  # specs/SConscript
     _database(env, build)
     _compiler(env)
@@ -98,6 +100,8 @@ def environment(vars, cuda):
 
     env.Tool("autograd_functions")
     env.Tool("nvcc")
+    # One precompiled prelude per torch, compiler and flags, for every build.
+    env["AUTOGRAD_PRELUDE_DIR"] = os.path.abspath(env["PRELUDE_DIR"] or prelude.default_folder())
     from autograd_scons.codegen.emit.options import parse_python  # (importable once the tool is loaded)
     try:
         env["PYTHON"] = parse_python(env["PYTHON"])

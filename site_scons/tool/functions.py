@@ -28,8 +28,9 @@ the call returns object nodes for the edit TUs and, for each bucket holding
 old text, a copy of its object with exactly the symbols the edit TUs define
 made weak (codegen/weaken.py): any environment can link them, and every
 other duplicate symbol still fails the link.  With
-`pch=True` (GCC) the TUs are compiled against a precompiled `prelude_impl.h`
-and the call returns their shared objects; `pch="auto"` does so for the TUs
+`pch=True` (GCC or clang) the TUs are compiled against a precompiled prelude
+(tool/pch.py: shared per torch, compiler and flags where $AUTOGRAD_PRELUDE_DIR
+is set) and the call returns their shared objects; `pch="auto"` does so for the TUs
 of a cold build only when they (buckets, binding TUs, `pch_sources`) are
 enough for the precompile to pay (codegen/layout.py, prelude_pays), and for
 the edit TUs always (load()'s default).  `env.AutogradLibrary(target,
@@ -76,7 +77,7 @@ def _fail(message):
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
 _TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override,
-                                                 pch, report)]
+                                                 pch, pch.prelude, report)]
 
 
 def _no_duplicate(node):
@@ -152,6 +153,7 @@ def _generate(env, outdir, native_functions, derivatives, tags, namespace, unity
         _no_duplicate(out.Dir(sub))
     paths = [env.File(p).srcnode().abspath if p is not None else None  # the real spec, under a variant_dir
              for p in (native_functions, derivatives, tags)]
+    pch.INCLUDES[out.abspath] = tuple(str(i) for i in ([includes] if isinstance(includes, str) else includes))
     if kernels:  # for the check after linking (_shared_library)
         _KERNEL_SPECS[out.abspath] = tuple(paths)
     env.AppendUnique(CPPPATH=[out])
@@ -251,7 +253,8 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     alias, targets = env.subst("$AUTOGRAD_GENERATE_ALIAS"), SCons.Script.COMMAND_LINE_TARGETS
     if result is not None and alias and targets and all(t == alias for t in targets):
         return SCons.Util.NodeList([])  # `scons generate`: the objects are not asked for
-    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if pch or auto else "", "$AUTOGRAD_PCH_KEY"]
+    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if pch or auto else "", "$AUTOGRAD_PCH_KEY",
+                "$AUTOGRAD_PRELUDE_DIR"]
     key = None
     if result is not None and stamp.fast_path_allowed(env, result, lib_file):
         key = stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
@@ -293,6 +296,7 @@ def generate(env):
     env.AddMethod(AutogradFunctions, "AutogradFunctions")
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
     env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
+                   AUTOGRAD_PRELUDE_DIR="", AUTOGRAD_SHAREDPCHCOMSTR="Shared precompiled prelude: $TARGET",
                    # Weak symbols in ELF objects (codegen/weaken.py); Mach-O's and COFF's
                    # are not attempted: their buckets are rewritten.
                    AUTOGRAD_OVERRIDE=sys.platform.startswith(("linux", "freebsd")),
