@@ -60,6 +60,10 @@ MAX_SLOTS = 8
 # waits for it), and saves each TU about half a parse; 2.3 / 0.5 rounds up
 # to 5 (docs/load.md, "The precompiled prelude's rule, measured").
 PCH_MIN_TUS = 5
+# clang's precompile keeps the prelude's template instantiations
+# (-fpch-instantiate-templates): it costs about 1.8 parses and saves each TU
+# nearly a whole one, so it pays from 2 (docs/compile-layout.md).
+PCH_MIN_TUS_CLANG = 2
 
 AUTO = "auto"
 
@@ -73,15 +77,16 @@ def bucket_count(n_units: int, jobs: int, others: int = 0) -> int:
                math.ceil(n_units / MAX_PER_BUCKET))
 
 
-def prelude_pays(tus_taking_it: int) -> bool:
+def prelude_pays(tus_taking_it: int, family: str = "gcc") -> bool:
     """Whether precompiling the prelude pays for a cold build whose
     `tus_taking_it` TUs would take it: the buckets (or units' own TUs), the
     binding TUs and the caller's sources compiled with it, never the edit
     TUs (they come and go with edits: counting them would switch the prelude,
     and recompile everything, in the middle of an edit loop; the tool gives
     them the prelude regardless).  The rule of load()'s `pch="auto"`;
-    `scons`'s PCH=auto keeps it on for every TU, for the edit loop."""
-    return tus_taking_it >= PCH_MIN_TUS
+    `scons`'s PCH=auto keeps it on for every TU, for the edit loop.
+    `family`: "gcc" or "clang" (buildenv/prelude.py)."""
+    return tus_taking_it >= (PCH_MIN_TUS_CLANG if family == "clang" else PCH_MIN_TUS)
 
 
 def bucket_of(name: str, n: int) -> int:

@@ -59,7 +59,7 @@ from autograd_scons.tool import override
 from autograd_scons.tool import pch
 from autograd_scons.tool import report
 from autograd_scons.tool import stamp
-from autograd_scons.tool.pch import PCHCOM, never_run, pch_objects
+from autograd_scons.tool.pch import PCHCOM, compiler_family, never_run, pch_objects
 from autograd_scons.codegen import incremental
 from autograd_scons.codegen.emit.options import EmitOptions, parse_python
 from autograd_scons.codegen.errors import SpecError, os_error_line
@@ -87,14 +87,14 @@ def _no_duplicate(node):
     return node
 
 
-def _use_pch(pch, result, others=0):
+def _use_pch(pch, result, others=0, family="gcc"):
     """`pch=` as a bool for the TUs a cold build compiles: "auto" asks the
     layout (prelude_pays) about the generated TUs other than the edit TUs,
     plus the `others` sources."""
     if pch != AUTO:
         return bool(pch)
     tus = result.tus if result is not None else []
-    return prelude_pays(len([t for t in tus if t.kind is not TUKind.EDIT]) + others)
+    return prelude_pays(len([t for t in tus if t.kind is not TUKind.EDIT]) + others, family)
 
 
 def _edit_objects(env, out, nodes, result):
@@ -116,7 +116,7 @@ def AutogradFunctions(env, outdir, native_functions, derivatives, tags=None,
     nodes, result, _ = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                                  includes, kernels, python, others=len(pch_sources))
     out = _no_duplicate(env.Dir(outdir))
-    if not _use_pch(pch, result, others=len(pch_sources)):
+    if not _use_pch(pch, result, others=len(pch_sources), family=compiler_family(env)):
         with_prelude = _edit_objects(env, out, nodes, result) if pch == AUTO else {}
         nodes = [with_prelude.get(n, n) for n in nodes]
         return override.overridden(env, out, result, nodes, _no_duplicate) + list(pch_sources)
@@ -245,7 +245,7 @@ def AutogradLibrary(env, target, outdir, native_functions, derivatives, tags=Non
     nodes, result, record = _generate(env, outdir, native_functions, derivatives, tags, namespace, unity,
                                       includes, kernels, python)
     out = _no_duplicate(env.Dir(outdir))
-    auto, pch = pch == AUTO, _use_pch(pch, result)
+    auto, pch = pch == AUTO, _use_pch(pch, result, family=compiler_family(env))
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
     stamp_path = lib_file.abspath + stamp.SUFFIX

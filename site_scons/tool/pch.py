@@ -46,7 +46,7 @@ def never_run(target, source, env):
     return 0  # only ever shown by `-n`
 
 
-def _family(env):
+def compiler_family(env):
     return prelude.family(env.subst("$SHCXX"))
 
 
@@ -58,7 +58,7 @@ def _local(env, out, no_duplicate):
     elif SCons.Script.GetOption("no_exec") and not header.exists():
         # `-n` on a fresh tree: shown as generated, as the edit TUs are.
         env.Command(header, [], SCons.Action.Action(never_run, "would generate $TARGET"))
-    fam = _family(env)
+    fam = compiler_family(env)
     gch = env.Command(no_duplicate(out.File(PCH_HEADER + prelude.suffix(fam))), header,
                       SCons.Action.Action(PCHCOM, "$AUTOGRAD_PCHCOMSTR"), source_scanner=SCons.Tool.CScanner,
                       _AUTOGRAD_PRECOMPILE_FLAGS=prelude.precompile_flags(fam))
@@ -69,7 +69,7 @@ def _local(env, out, no_duplicate):
 def _shared_env(env):
     """The TUs' flags less the extension's own: its include paths and name."""
     return env.Clone(CPPPATH=[], CPPDEFINES=prelude.without_extension_define(env.get("CPPDEFINES", [])),
-                     _AUTOGRAD_PRECOMPILE_FLAGS=prelude.precompile_flags(_family(env)))
+                     _AUTOGRAD_PRECOMPILE_FLAGS=prelude.precompile_flags(compiler_family(env)))
 
 
 def _shared(env, out):
@@ -82,7 +82,7 @@ def _shared(env, out):
     root = os.path.abspath(env.subst("$AUTOGRAD_PRELUDE_DIR"))
     folder = os.path.join(root, prelude.key(text, command, compiler, env.subst("$AUTOGRAD_PCH_KEY")))
     header = os.path.join(folder, prelude.SHARED_HEADER)
-    fam = _family(env)
+    fam = compiler_family(env)
     if not (SCons.Script.GetOption("no_exec") or SCons.Script.GetOption("clean")):
         ensure_private(folder, root, "precompiled prelude")
     target = env.File(header + prelude.suffix(fam))
@@ -128,7 +128,7 @@ def pch_objects(env, out, sources, no_duplicate):
     # with `env` were built with the override's flags too (nvcc refused
     # -Winvalid-pch).
     oenv = env.Clone(_CCCOMCOM=env["_CCCOMCOM"] + " $_AUTOGRAD_PCH_FLAGS",
-                     _AUTOGRAD_PCH_FLAGS=prelude.use_flags(_family(env), header))
+                     _AUTOGRAD_PCH_FLAGS=prelude.use_flags(compiler_family(env), header))
     objects = oenv.SharedObject(sources)
     env.Depends(objects, key)
     env.Requires(objects, gch)

@@ -97,3 +97,25 @@ def test_clean_keeps_the_shared_prelude(tmp_path):
     scons(root, "-c", f"CXX={cxx}", f"PRELUDE_DIR={shared}", "UNITY=2")
     assert len(keys(shared)) == 1 and len(os.listdir(os.path.join(shared, keys(shared)[0]))) >= 2
     assert precompiles(build(root, cxx, shared)) == []
+
+
+@pytest.mark.parametrize("family", ["gcc", "clang"])
+def test_load_takes_the_prelude_in_a_cold_build_under_clang_only(tmp_path, family):
+    # load()'s pch="auto" (codegen/layout.py, prelude_pays): GCC's precompile
+    # pays from 5 TUs, clang's from 2; the example has 3.  The edit TU takes
+    # it under either.
+    from support.load_helpers import environ, example, run
+    call = dict(example(tmp_path / "specs"), build_directory=str(tmp_path / "build"), verbose=True)
+    env = environ(fake(tmp_path, "clang++" if family == "clang" else "g++"),
+                  AUTOGRAD_EXTENSIONS_DIR=str(tmp_path / "ext"))
+    cold = run(call, env).stdout
+    assert len(compiled(cold)) == 3
+    assert len(taking(cold, family)) == (3 if family == "clang" else 0)
+    assert len(precompiles(cold)) == (family == "clang")
+    with open(call["derivatives"]) as f:
+        text = f.read()
+    with open(call["derivatives"], "w") as f:
+        f.write(text.replace("self: grad * alpha", "self: alpha * grad", 1))
+    first = run(call, env).stdout
+    assert taking(first, family) == compiled(first) == ["edited_0.os"]
+    assert len(precompiles(first)) == (family == "gcc")
