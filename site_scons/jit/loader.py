@@ -275,13 +275,14 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     runner.BuildError (a failed build: first error, log path),
     lock.LockTimeout, lock.FolderError.
 
-    `pch`: the precompiled prelude (GCC's .gch).  "auto" (default) compiles
-    a cold build's TUs against it only when enough of them take it for the
-    build to gain (codegen/layout.py, prelude_pays: not the example's 3 TUs,
-    but torch's specs), and the edit TUs always (the first formula edit
-    precompiles it); never for clang.  True / False force it for every TU
-    (PCH=1 / PCH=0).  `scons`'s own PCH=auto differs: on for every TU unless
-    clang."""
+    `pch`: the precompiled prelude (GCC's .gch, clang's .pch), shared per
+    torch, compiler and flags (buildenv/prelude.py).  "auto" (default)
+    compiles a cold build's TUs against it only when enough of them take it
+    for the build to gain (codegen/layout.py, prelude_pays: not the
+    example's 3 TUs under GCC, but under clang, and torch's specs), and the
+    edit TUs always (the first formula edit precompiles it, unless another
+    build has).  True / False force it for every TU (PCH=1 / PCH=0).
+    `scons`'s own PCH=auto differs: on for every TU."""
     _check_name(name)
     _check_switches(name, cuda, pch)
     files = {"native_functions": _file(native_functions, "native_functions", name),

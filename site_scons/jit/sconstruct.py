@@ -41,7 +41,7 @@ cu = [staged(s) for s in spec["sources"] if s.endswith(".cu")]
 # (codegen/layout.py, prelude_pays): a cold build's TUs take the precompiled
 # prelude only when enough of them do for the build to gain, the edit TUs
 # always.  `scons`'s own PCH=auto keeps it on for every TU (for its edit
-# loop); both leave it off for clang; PCH=0/1 force it.
+# loop); PCH=0/1 force it.
 pch = "auto" if env["PCH"] == "auto" and env["AUTOGRAD_EXAMPLE_PCH"] else env["AUTOGRAD_EXAMPLE_PCH"]
 generated = env.AutogradFunctions(
     "gen", native_functions=spec["native_functions"], derivatives=spec["derivatives"], tags=spec["tags"],
