@@ -80,8 +80,9 @@ def torch_helpers(includes) -> list[str]:
 
 
 def shared_text(banner: str, includes=()) -> str:
-    lines = [banner, "// torch's headers, precompiled once per torch, compiler and flags (buildenv/prelude.py).",
-             "#pragma once", ""]
+    # No `#pragma once`: the file is only ever precompiled as a main file
+    # (both compilers warn about it there) and taken with -include.
+    lines = [banner, "// torch's headers, precompiled once per torch, compiler and flags (buildenv/prelude.py).", ""]
     lines += [f"#include <{h}>" for h in _TORCH_INCLUDES + tuple(torch_helpers(includes))]
     lines += [f"#include <{h}>" for h in _STD]
     return "\n".join(lines) + "\n"
