@@ -20,6 +20,7 @@ SCons does not scan) as a Value.  Under clang it is built with
 """
 
 import os
+import sys
 
 import SCons.Action
 import SCons.Script
@@ -84,7 +85,11 @@ def _shared(env, out):
     header = os.path.join(folder, prelude.SHARED_HEADER)
     fam = compiler_family(env)
     if not (SCons.Script.GetOption("no_exec") or SCons.Script.GetOption("clean")):
-        ensure_private(folder, root, "precompiled prelude")
+        try:
+            ensure_private(folder, root, "precompiled prelude")
+        except OSError as e:  # FolderError: its one line, not a traceback
+            sys.stderr.write(f"scons: *** {e}\n")
+            SCons.Script.Exit(2)
     target = env.File(header + prelude.suffix(fam))
 
     def build(target, source, env):
@@ -100,11 +105,17 @@ def _build_shared(penv, path, header, text):
     """Precompile the shared prelude unless another build did: under the key
     folder's lock, to a temporary name renamed into place."""
     with BuildLock(os.path.dirname(path), label="precompiled prelude"):
+        folder = os.path.dirname(path)
+        for name in os.listdir(folder):  # a killed precompile's (nobody else writes here now)
+            if name.startswith(os.path.basename(path) + ".tmp"):
+                os.unlink(os.path.join(folder, name))
+        if _read(header) != text:  # (never written, or not ours: what was built from it is not trusted)
+            if os.path.exists(path):
+                os.unlink(path)
+            write_atomic(header, text.encode())
         if os.path.exists(path):
             print(f"Precompiled prelude {path}: shared, already built", flush=True)
             return 0
-        if not os.path.exists(header):
-            write_atomic(header, text.encode())
         tmp = f"{path}.tmp{os.getpid()}"
         rc = penv.Execute(penv.subst(PCHCOM, target=penv.File(tmp), source=penv.File(header)))
         if rc:
@@ -113,6 +124,14 @@ def _build_shared(penv, path, header, text):
             return rc
         os.replace(tmp, path)
     return 0
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def pch_objects(env, out, sources, no_duplicate):

@@ -119,3 +119,30 @@ def test_load_takes_the_prelude_in_a_cold_build_under_clang_only(tmp_path, famil
     first = run(call, env).stdout
     assert taking(first, family) == compiled(first) == ["edited_0.os"]
     assert len(precompiles(first)) == (family == "gcc")
+
+
+def test_a_prelude_folder_others_can_write_is_refused_in_one_line(tmp_path):
+    shared = tmp_path / "prelude"
+    shared.mkdir()
+    shared.chmod(0o777)
+    proc = scons(clone(tmp_path / "repo"), "-j2", f"CXX={fake(tmp_path, 'g++')}", f"PRELUDE_DIR={shared}",
+                 check=False)
+    [line] = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert line.startswith(f"scons: *** precompiled prelude: {shared} is writable by its group or by others")
+
+
+def test_a_damaged_header_or_a_killed_precompile_is_rebuilt(tmp_path):
+    cxx, shared = fake(tmp_path, "g++"), str(tmp_path / "prelude")
+    first, second = clone(tmp_path / "one"), clone(tmp_path / "two")
+    build(first, cxx, shared)
+    [key] = keys(shared)
+    folder = os.path.join(shared, key)
+    with open(os.path.join(folder, "torch_prelude.h"), "a") as f:
+        f.write("#include <planted.h>\n")
+    open(os.path.join(folder, "torch_prelude.h.gch.tmp999"), "w").close()
+    out = build(second, cxx, shared)
+    assert len(precompiles(out)) == 1
+    assert sorted(n for n in os.listdir(folder) if not n.startswith(".")) == ["torch_prelude.h", "torch_prelude.h.gch"]
+    with open(os.path.join(folder, "torch_prelude.h")) as f:
+        assert "planted" not in f.read()
