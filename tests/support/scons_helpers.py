@@ -1,5 +1,6 @@
 """Helpers for the tests that run SCons on copies of this repo (not a test module)."""
 
+import atexit
 import os
 import re
 import shutil
@@ -54,12 +55,20 @@ def clone(dst, torch_facts=True):
 _extensions_dir = []
 
 
+def _remove_if_ours(path, pid):
+    if os.getpid() == pid:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def extensions_dir():
     """This process's stand-in for ~/.cache/autograd_extensions: where the
     builds of its tests share their precompiled prelude (buildenv/prelude.py)."""
     if not _extensions_dir:
         # (a test's own pytest run, in a child, shares its parent's: AGF_TEST_EXTENSIONS_DIR)
-        _extensions_dir.append(os.environ.get("AGF_TEST_EXTENSIONS_DIR") or tempfile.mkdtemp(prefix="agf-extensions-"))
+        given = os.environ.get("AGF_TEST_EXTENSIONS_DIR")
+        _extensions_dir.append(given or tempfile.mkdtemp(prefix="agf-extensions-"))
+        if not given:  # ours: its ~0.1-0.5 GB precompiled preludes go with the process (not a fork of it)
+            atexit.register(_remove_if_ours, _extensions_dir[0], os.getpid())
     return _extensions_dir[0]
 
 
