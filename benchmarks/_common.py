@@ -11,6 +11,7 @@ descendant's it waited for: a `scons` run's compilers included).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
@@ -188,6 +189,9 @@ def extensions_dir() -> str:
     """This benchmark run's $AUTOGRAD_EXTENSIONS_DIR (empty at its start)."""
     if not _EXTENSIONS:
         _EXTENSIONS.append(tempfile.mkdtemp(prefix="bench-extensions-"))
+        # (its precompiled prelude is ~0.1-0.5 GB; never a forked child's to remove)
+        pid = os.getpid()
+        atexit.register(lambda: os.getpid() == pid and shutil.rmtree(_EXTENSIONS[0], ignore_errors=True))
     return _EXTENSIONS[0]
 
 
