@@ -11,6 +11,7 @@ descendant's it waited for: a `scons` run's compilers included).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
@@ -48,8 +49,11 @@ if len(sys.argv) > 4:
     from torchgen.packaged.autograd.gen_autograd_functions import gen_autograd_functions_lib
     fns = sorted(parse_native_yaml(nf, tags).native_functions, key=lambda f: cpp.name(f.func))
     match_differentiability_info(fns, infos)
-    gen_autograd_functions_lib(sys.argv[4], infos, os.path.join(os.path.dirname(torchgen.__file__),
-                                                                "packaged", "autograd", "templates"))
+    templates = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "templates")
+    gen_autograd_functions_lib(sys.argv[4], infos, templates)
+    if sys.argv[5:] == ["python"]:  # torchgen's whole job: python_functions.h and its 5 shards too
+        from torchgen.packaged.autograd.gen_autograd_functions import gen_autograd_functions_python
+        gen_autograd_functions_python(sys.argv[4], infos, templates)
 """
 
 
@@ -58,9 +62,10 @@ def spec_paths() -> tuple[str, str, str]:
     return torch_flags.torch_specs()
 
 
-def torchgen_cmd(nf: str, tags: str, d: str, out: str | None = None) -> list[str]:
-    """torchgen's infos (load_derivatives), or with `out` its Functions.h/.cpp written there."""
-    return [sys.executable, "-c", TORCHGEN, nf, tags, d] + ([out] if out else [])
+def torchgen_cmd(nf: str, tags: str, d: str, out: str | None = None, python: bool = False) -> list[str]:
+    """torchgen's infos (load_derivatives), or with `out` its Functions.h/.cpp written there
+    (`python`: and python_functions.h, python_functions_0..4.cpp, as torch's build does)."""
+    return [sys.executable, "-c", TORCHGEN, nf, tags, d] + ([out] if out else []) + (["python"] if python else [])
 
 
 def ours_cmd(nf: str, tags: str, d: str, out: str | None = None) -> list[str]:
@@ -177,10 +182,26 @@ def scons_cmd(args: list[str], prelude: str = "") -> list[str]:
     return [sys.executable, "-m", "SCons", *args]
 
 
+_EXTENSIONS: list = []
+
+
+def extensions_dir() -> str:
+    """This benchmark run's $AUTOGRAD_EXTENSIONS_DIR (empty at its start)."""
+    if not _EXTENSIONS:
+        _EXTENSIONS.append(tempfile.mkdtemp(prefix="bench-extensions-"))
+        # (its precompiled prelude is ~0.1-0.5 GB; never a forked child's to remove)
+        pid = os.getpid()
+        atexit.register(lambda: os.getpid() == pid and shutil.rmtree(_EXTENSIONS[0], ignore_errors=True))
+    return _EXTENSIONS[0]
+
+
 def scons(cwd: str, *args: str, check: bool = True, prelude: str = "", settle: float = 0.0) -> Run:
     """`scons -Q --debug=time ARGS` in cwd (AUTOGRAD_* variables of ours
     unset), timed as timed() times a command."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
+    # The shared precompiled prelude of this run's builds (buildenv/prelude.py):
+    # built once, by the first build that needs it, as on a user's machine.
+    env["AUTOGRAD_EXTENSIONS_DIR"] = extensions_dir()
     os.sync()
     if settle:
         time.sleep(settle)
@@ -216,7 +237,9 @@ class Wrapper:
     def __init__(self, work: str, cxx: str = "g++"):
         os.makedirs(os.path.join(work, "bin"), exist_ok=True)
         with open(os.path.join(REPO, "benchmarks", "_cxxwrap.py")) as f:
-            self.path = python_executable_script(os.path.join(work, "bin", "cxx"), f.read())
+            # Named as the compiler: the tool reads GCC or clang off the name (buildenv/prelude.py).
+            self.path = python_executable_script(os.path.join(work, "bin", os.path.basename(cxx.split()[0])),
+                                                 f.read())
         self.log = os.path.join(work, "cxx.log")
         self.cfg = {"cxx": cxx, "mode": "standin", "template": None, "log": self.log}
         self._write()

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_load.py            # both sides, medians of 3 (real compiles: ~15 min)
     python benchmarks/bench_load.py --quick    # CI: ours with the stand-in compiler, counts only
+    python benchmarks/bench_load.py --edits [--cxx clang++]   # ours: first edit after a cold load() vs later ones
 
 Each measurement is a fresh Python process that imports torch, then times
 the load call alone: wall, and CPU (its own and its waited-for children's:
@@ -18,8 +19,16 @@ sides each repetition:
           then load), alternately two versions of it
 
 --quick checks what ours compiles (all on cold, nothing and no SCons on the
-no-op, the edited Function's TU on the edit) and exits non-zero when a
-count is wrong; it needs no ninja.
+no-op, the edited Function's TU on the edit; the shared precompiled prelude
+built once, by the first extension's first edit, and a second extension's
+first edit compiling its edit TU alone) and exits non-zero when a count is
+wrong; it needs no ninja.
+
+--edits (ours alone, real compiler): a cold load() then 3 formula edits,
+twice: with an empty `$AUTOGRAD_EXTENSIONS_DIR` (nobody has precompiled
+the prelude for this torch, compiler and flags: the first edit does) and
+then as a second extension beside the first (the prelude is found shared).
+Wall and CPU of each step, and the first edit against the later ones.
 """
 
 from __future__ import annotations
@@ -95,6 +104,8 @@ class Sides:
         self.derivatives = os.path.join(self.specs, "derivatives.yaml")
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOGRAD_", "TORCH_EXTENSIONS"))}
         self.env["CXX"] = FAKE_CXX if stand_in else os.environ.get("CXX", "g++")
+        # An empty home for the shared precompiled prelude: cold is cold.
+        self.env["AUTOGRAD_EXTENSIONS_DIR"] = os.path.join(work, "extensions")
         self.env.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")  # no sccache/ccache before cpp_extension's compiles
         if not stand_in:
             self.env["BENCH_LOAD_CHECK"] = "1"
@@ -157,7 +168,48 @@ def quick(work: str) -> int:
     sides.edit()
     _, out = child("ours", args, sides.env)
     expect("edit", compiled(out), ["edited_0.os"])   # the edited Function alone, in an edit TU
+    expect("edit: precompiles of the shared prelude", len(precompiles(out)), 1)
+    # A second extension (another build folder): its first edit finds the prelude.
+    second = dict(args, build_directory=os.path.join(work, "second"))
+    child("ours", second, sides.env)
+    sides.edit()
+    _, out = child("ours", second, sides.env)
+    expect("second extension's first edit", compiled(out), ["edited_0.os"])
+    expect("second extension's first edit: precompiles", len(precompiles(out)), 0)
     return 1 if failures else 0
+
+
+def precompiles(out: str) -> list:
+    return [x for x in out.splitlines() if " -x c++-header " in x]
+
+
+def edits(work: str, n: int = 3) -> dict:
+    """{"empty" | "shared": [cold, edit 1, ..., edit n] runs}: see --edits."""
+    sides = Sides(work, stand_in=False)
+    runs = {}
+    for case in ("empty", "shared"):
+        args = dict(sides.ours_args(os.path.join(work, case)), verbose=False)
+        steps = [child("ours", args, sides.env)[0]]
+        for _ in range(n):
+            sides.edit()
+            steps.append(child("ours", args, sides.env)[0])
+        runs[case] = steps
+        for i, r in enumerate(steps):
+            print(f"  {case:6s} {'cold' if i == 0 else f'edit {i}':6s} {r['wall']:8.3f} s wall {r['cpu']:8.3f} s CPU",
+                  flush=True)
+    return runs
+
+
+def edits_table(runs: dict) -> str:
+    rows = ["| prelude at the cold load() | cold wall / CPU (s) | first edit wall / CPU (s) | "
+            "later edits wall / CPU (s, median) | first / later (wall) |", "| --- | --- | --- | --- | --- |"]
+    for case, steps in runs.items():
+        cold, first, later = steps[0], steps[1], steps[2:]
+        lw, lc = median(later, "wall"), median(later, "cpu")
+        rows.append(f"| {'not built yet' if case == 'empty' else 'shared, built by another extension'} | "
+                    f"{cold['wall']:.2f} / {cold['cpu']:.2f} | {first['wall']:.2f} / {first['cpu']:.2f} | "
+                    f"{lw:.2f} / {lc:.2f} | {first['wall'] / lw:.2f}x |")
+    return "\n".join(rows)
 
 
 def median(runs: list, key: str) -> float:
@@ -207,13 +259,23 @@ def table(results: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="ours with the stand-in compiler: counts only")
+    ap.add_argument("--edits", action="store_true", help="ours: the first edit after a cold load() against later ones")
+    ap.add_argument("--cxx", default=None, help="the compiler (default: $CXX, else g++), e.g. clang++")
     ap.add_argument("--repeat", type=int, default=3, help="repetitions (medians; default 3)")
     ap.add_argument("--out", default=None, help="write the results (JSON) and the table (Markdown) here")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="bench_load-")
+    if args.cxx:
+        os.environ["CXX"] = args.cxx
     try:
         if args.quick:
             return quick(work)
+        if args.edits:
+            print(f"load average before: {os.getloadavg()}; CXX={os.environ.get('CXX', 'g++')}", flush=True)
+            text = edits_table(edits(work))
+            print(text)
+            print(f"load average after: {os.getloadavg()}")
+            return 0
         if shutil.which("ninja") is None:
             raise SystemExit("cpp_extension needs ninja: pip install ninja (the test extra has it)")
         info = machine()

@@ -8,10 +8,13 @@ max), and for each, on the same edited files:
   ours, generate    `scons SPECS=torch generate`: the tool regenerates;
   ours, full        `scons SPECS=torch -jN`: the tool regenerates, SCons
                     recompiles the changed TUs and relinks the library;
-  torchgen          load_derivatives + gen_autograd_functions_lib (which
-                    rewrites only files whose contents changed), then, when
-                    Functions.cpp changed, compiling it with the same
-                    compiler and flags as our TUs;
+  torchgen          load_derivatives + gen_autograd_functions_lib and
+                    gen_autograd_functions_python (torch's own job; with
+                    --python 0 the lib alone; it rewrites only files whose
+                    contents changed), then, when Functions.cpp changed,
+                    compiling Functions.cpp and python_functions_0..4.cpp
+                    (--python 0: Functions.cpp alone) at our -j, with the
+                    same compiler (--cxx g++|clang++) and flags as our TUs;
   floors            an empty SConstruct's `scons`; one per-op TU's compile
                     (with and without the precompiled prelude); the header
                     parse (one TU of `#include "prelude_impl.h"` alone), the
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -98,7 +102,7 @@ class Bench(Floors):
         if not os.path.exists(self.ours):
             clone(self.ours)
         self.sargs = ["SPECS=torch", f"TORCH_SPECS={self.specs.folder}", f"CXX={self.wrapper.path}",
-                      f"PCH={int(a.pch)}"]
+                      f"PCH={int(a.pch)}", f"PYTHON={int(a.python)}"]
         self.empty = os.path.join(w, "empty")
         os.makedirs(self.empty, exist_ok=True)
         open(os.path.join(self.empty, "SConstruct"), "w").close()
@@ -125,7 +129,10 @@ class Bench(Floors):
         gen = os.path.join("build", "torch", "gen")
         if a.pch:
             self.log("setup: precompiled prelude (real compile)")
-            scons(self.ours, *self.sargs, "BUILD=build", os.path.join(gen, "prelude_pch.h.gch"))
+            dry = scons(self.ours, *self.sargs, "BUILD=build", "-n").stdout
+            shared = re.search(r"^Shared precompiled prelude: (\S+)$", dry, re.M)
+            scons(self.ours, *self.sargs, "BUILD=build",
+                  shared.group(1) if shared else os.path.join(gen, "prelude_pch.h.gch"))
             pch = [e for e in self.wrapper.take_log() if e["kind"] == "pch"]
             self.floor["pch_build_s"] = pch[0]["seconds"] if pch else None
         # Our TUs' exact command line (a bucket's: every generated TU has the same flags).
@@ -148,17 +155,21 @@ class Bench(Floors):
 
     def torchgen(self, out: str, settle: bool = False) -> Run:
         s = self.specs
-        r = timed(torchgen_cmd(s.nf, s.tags, s.d, out), settle=settle)
+        r = timed(torchgen_cmd(s.nf, s.tags, s.d, out, python=bool(self.args.python)), settle=settle)
         if r.returncode != 0:
             raise SystemExit(f"bench_rebuild: torchgen failed:\n{r.stderr[-3000:]}")
         return r
 
     def compile_functions_cpp(self, root: str) -> Run:
-        """torchgen's Functions.cpp with our TUs' compiler and flags (no PCH:
-        one TU gains nothing from it); its own Functions.h comes first."""
-        src = os.path.join(root, "torch", "csrc", "autograd", "generated", "Functions.cpp")
-        r = self.compile_alone(self.plain_cmd, src, os.path.join(root, "Functions.o"), [f"-I{root}"])
-        self.log(f"  torchgen Functions.cpp compiled in {r.wall:.1f} s (peak RSS {r.rss_mib:.0f} MiB)")
+        """torchgen's job compiled with our TUs' compiler and flags (no PCH:
+        torch's build uses none), at our -j: Functions.cpp, and with PYTHON=1
+        the five python_functions shards beside it; its own headers first."""
+        gen = os.path.join(root, "torch", "csrc", "autograd", "generated")
+        srcs = ["Functions.cpp"] + ([f"python_functions_{k}.cpp" for k in range(5)] if self.args.python else [])
+        cmds = [self.alone_cmd(self.plain_cmd, os.path.join(gen, f), os.path.join(root, f[:-4] + ".o"), [f"-I{root}"])
+                for f in srcs]
+        r = self.compile_parallel(cmds, self.jobs)
+        self.log(f"  torchgen's {len(srcs)} TUs compiled at -j{self.jobs} in {r.wall:.1f} s wall, {r.cpu:.1f} s CPU")
         return r
 
     def torchgen_side(self, name: str, i: int, root: str | None = None) -> None:
@@ -305,7 +316,8 @@ class Bench(Floors):
         res = rebuild_report.summarize_runs(self.runs, self.floor, getattr(self, "n_functions", None),
                                             self.jobs, self.args.pch)
         res["config"] = {"repeat": 1 if self.quick else self.args.repeat, "quick": self.quick, "jobs": self.jobs,
-                         "pch": bool(self.args.pch), "unity": self.args.unity,
+                         "pch": bool(self.args.pch), "unity": self.args.unity, "cxx": self.args.cxx,
+                         "python": self.args.python,  # torchgen's job: Functions.cpp (+ 5 python_functions shards)
                          "torchgen_compiles": 0 if self.quick else self.args.torchgen_compiles,
                          "functions": getattr(self, "n_functions", None),
                          "compile_command": " ".join(getattr(self, "compile_cmd", [])),
@@ -332,7 +344,10 @@ def main(argv=None) -> int:
                     help="compile torchgen's Functions.cpp on the first N repetitions of each scenario "
                     "(each takes minutes; default %(default)s)")
     ap.add_argument("--no-pch", dest="pch", action="store_false", help="ours without the precompiled prelude")
-    ap.add_argument("--cxx", default="g++", help="the real compiler (default %(default)s)")
+    ap.add_argument("--cxx", default="g++", help="the real compiler, e.g. clang++ (default %(default)s)")
+    ap.add_argument("--python", type=int, choices=(0, 1), default=1,
+                    help="1: ours with the Python bindings against torchgen's whole job (Functions.cpp and "
+                    "python_functions_0..4.cpp); 0: PYTHON=0 against Functions.cpp alone (default %(default)s)")
     ap.add_argument("--settle", type=float, metavar="S",
                     help="before each cold timed run, wait S seconds after a sync (default 5, 1 with --quick)")
     ap.add_argument("--scenarios", help="comma-separated, of " + ", ".join(s.name + (" (long)" if s.long else "")

@@ -7,7 +7,10 @@ Bench (which holds the checkout copy, the compile command and the figures).
 from __future__ import annotations
 
 import os
+import resource
 import shlex
+import subprocess
+import time
 
 import _common
 from _common import Run, summarize
@@ -44,23 +47,49 @@ class Floors:
 
     @property
     def plain_cmd(self) -> list[str]:
-        """The per-op compile command without -Winvalid-pch -include <prelude_pch.h>."""
+        """The per-op compile command without the precompiled prelude
+        (GCC's -Winvalid-pch -include <header>, clang's -include-pch <file>)."""
         plain, skip = [], False
         for arg in self.compile_cmd:
             if skip:
                 skip = False
-            elif arg == "-include":
+            elif arg in ("-include", "-include-pch"):
                 skip = True
             elif arg != "-Winvalid-pch":
                 plain.append(arg)
         return plain
 
-    def compile_alone(self, cmd: list[str], src: str, obj: str, extra: list[str] = ()) -> Run:
+    @staticmethod
+    def alone_cmd(cmd: list[str], src: str, obj: str, extra: list[str] = ()) -> list[str]:
         """`cmd` (one of our TUs' compile line) compiling `src` into `obj` instead."""
         c = [x for x in cmd if not x.startswith("-Ibuild")]
         c[c.index("-o") + 1] = obj
         c[-1] = src
         c[1:1] = list(extra)
+        return c
+
+    def compile_parallel(self, cmds: list[list[str]], jobs: int) -> Run:
+        """`cmds` run `jobs` at a time, as make -j would: wall of the whole,
+        CPU of every compiler (user + sys)."""
+        before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        pending, running, errors = list(cmds), [], []
+        while pending or running:
+            while pending and len(running) < jobs:
+                running.append(subprocess.Popen(pending.pop(0), cwd=self.ours, stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.PIPE, text=True))
+            done = running.pop(0)
+            _, err = done.communicate()
+            if done.returncode:
+                errors.append(err[-3000:])
+        wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+        if errors:
+            raise SystemExit(f"bench_rebuild: a torchgen compile failed:\n{errors[0]}")
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return Run(wall, cpu, after.ru_maxrss / 1024, 0, "", "")
+
+    def compile_alone(self, cmd: list[str], src: str, obj: str, extra: list[str] = ()) -> Run:
+        """`cmd` (one of our TUs' compile line) compiling `src` into `obj` instead."""
+        c = self.alone_cmd(cmd, src, obj, extra)
         r = timed(c, cwd=self.ours)
         if r.returncode != 0:
             raise SystemExit(f"bench_rebuild: compile failed:\n{' '.join(c)}\n{r.stderr[-3000:]}")

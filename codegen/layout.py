@@ -60,6 +60,10 @@ MAX_SLOTS = 8
 # saves part of a parse of the prelude; the ratio of the two, measured in
 # docs/load.md ("The precompiled prelude's rule, measured"), rounds up to 5.
 PCH_MIN_TUS = 5
+# clang's precompile keeps the prelude's template instantiations
+# (-fpch-instantiate-templates): it costs about 1.8 parses and saves each TU
+# nearly a whole one, so it pays from 2 (docs/compile-layout.md).
+PCH_MIN_TUS_CLANG = 2
 
 AUTO = "auto"
 
@@ -73,15 +77,15 @@ def bucket_count(n_units: int, jobs: int, others: int = 0) -> int:
                math.ceil(n_units / MAX_PER_BUCKET))
 
 
-def prelude_pays(tus_taking_it: int) -> bool:
+def prelude_pays(tus_taking_it: int, family: str = "gcc") -> bool:
     """Whether precompiling the prelude pays for a cold build whose
     `tus_taking_it` TUs would take it: the buckets (or units' own TUs), the
     binding TUs and the caller's sources compiled with it, never the edit
     TUs (they come and go with edits: counting them would switch the prelude,
     and recompile everything, in the middle of an edit loop; the tool gives
     them the prelude regardless).  The rule of `pch="auto"` (request.Pch)
-    for a cold build's TUs."""
-    return tus_taking_it >= PCH_MIN_TUS
+    for a cold build's TUs.  `family`: "gcc" or "clang" (buildenv/prelude.py)."""
+    return tus_taking_it >= (PCH_MIN_TUS_CLANG if family == "clang" else PCH_MIN_TUS)
 
 
 def bucket_of(name: str, n: int) -> int:

@@ -4,7 +4,7 @@ load() and load_inline(), a project's build through the backend) from the
 arguments as the user gave them, checked there, and passed on whole.
 
     request = FunctionsRequest.of("nf.yaml", "derivatives.yaml", pch="auto", unity=4)
-    request.pch.takes_prelude(TUKind.BUCKET, cold_tus=7, compiler="g++")
+    request.pch.takes_prelude(TUKind.BUCKET, cold_tus=7, family="gcc")
 
 `Pch` is the one policy for the precompiled prelude (docs/compile-layout.md,
 "The precompiled prelude"); every entry point takes the same values with the
@@ -14,8 +14,6 @@ same meaning.
 from __future__ import annotations
 
 import enum
-import os
-import shlex
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -25,15 +23,15 @@ from .tree import TUKind
 
 
 class Pch(enum.Enum):
-    """The precompiled prelude (`prelude_impl.h`, GCC's `.gch`).
+    """The precompiled prelude (GCC's `.gch`, clang's `.pch`).
 
     - OFF: no TU takes it.
     - ON: every generated TU, and the caller's `pch_sources`, take it.
     - AUTO: the edit TUs always take it (each formula edit then costs one
-      TU against it; the first edit pays the precompile), and a cold build's
-      other TUs take it only when enough of them do for the precompile to
-      pay (layout.prelude_pays); where the compiler cannot use the prelude
-      (clang reads no `.gch`), AUTO is OFF.
+      TU against it; the first edit pays the precompile, unless another
+      build made the same prelude already), and a cold build's other TUs
+      take it only when enough of them do for the precompile to pay
+      (layout.prelude_pays: a count per compiler family).
     """
     OFF = "0"
     ON = "1"
@@ -52,30 +50,16 @@ class Pch(enum.Enum):
                 return member
         raise ValueError(f"pch must be 'auto', True or False, not {value!r}")
 
-    def resolved(self, compiler: str) -> "Pch":
-        """This policy for `compiler` (a command line such as $CXX): AUTO is
-        OFF where the compiler cannot read the prelude; ON stays ON."""
-        if self is Pch.AUTO and not compiler_reads_prelude(compiler):
-            return Pch.OFF
-        return self
-
-    def takes_prelude(self, kind: TUKind, cold_tus: int, compiler: str) -> bool:
+    def takes_prelude(self, kind: TUKind, cold_tus: int, family: str = "gcc") -> bool:
         """Whether a TU of `kind` is compiled against the prelude, in a build
         whose TUs other than the edit TUs (plus the caller's own TUs compiled
-        alongside) number `cold_tus`.  Depends on kinds and counts alone,
-        never on the build's history: a setting that flipped with an edit
-        would recompile everything in the middle of an edit loop."""
-        policy = self.resolved(compiler)
-        if policy is not Pch.AUTO:
-            return policy is Pch.ON
-        return kind is TUKind.EDIT or prelude_pays(cold_tus)
-
-
-def compiler_reads_prelude(compiler: str) -> bool:
-    """GCC's precompiled header format (`.gch`) is what pch.py writes; clang
-    reads its own format only."""
-    words = shlex.split(compiler or "") or [""]
-    return "clang" not in os.path.basename(words[0])
+        alongside) number `cold_tus`, by a compiler of `family` ("gcc" or
+        "clang").  Depends on kinds and counts alone, never on the build's
+        history: a setting that flipped with an edit would recompile
+        everything in the middle of an edit loop."""
+        if self is not Pch.AUTO:
+            return self is Pch.ON
+        return kind is TUKind.EDIT or prelude_pays(cold_tus, family)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import SCons.Errors
 import SCons.Script as S
 
 from autograd_scons.buildenv import cuda_flags
+from autograd_scons.buildenv import prelude
 from autograd_scons.buildenv import torch_flags
 from autograd_scons.buildenv import unfinished_build
 from autograd_scons.buildenv import verified_cache
@@ -37,10 +38,12 @@ def add_variables(vars):
                   "N = N unity buckets; 0 = one TU per op", "auto"),
         ("FUSE_LD", "linker (-fuse-ld=...): auto = gold when installed (3x faster than bfd on the "
                     "711 objects of SPECS=torch), bfd, gold, lld", "auto"),
-        S.EnumVariable("PCH", "precompiled prelude header (GCC's .gch): auto = for the edit TUs, and for a "
-                       "cold build's TUs where they are enough to pay for it; never for clang "
+        S.EnumVariable("PCH", "precompiled prelude header (GCC's .gch, clang's .pch): auto = for the edit "
+                       "TUs, and for a cold build's TUs where they are enough to pay for it "
                        "(docs/compile-layout.md); 1 = every TU; 0 = none", "auto",
                        allowed_values=("auto", "0", "1")),
+        S.PathVariable("PRELUDE_DIR", "where the precompiled prelude is shared, one per torch, compiler and "
+                       "flags (default: $AUTOGRAD_EXTENSIONS_DIR/_prelude)", "", S.PathVariable.PathAccept),
         ("AUTOGRAD_EXPLAIN", "OP[,OP...]: say why these Functions were (not) regenerated", ""),
         S.PathVariable("CACHEDIR", "object cache shared between checkouts (SCons CacheDir)", "",
                        S.PathVariable.PathAccept),
@@ -95,6 +98,8 @@ def environment(vars, cuda):
 
     env.Tool("autograd_functions")
     env.Tool("nvcc")
+    # One precompiled prelude per torch, compiler and flags, for every build.
+    env["AUTOGRAD_PRELUDE_DIR"] = os.path.abspath(env["PRELUDE_DIR"] or prelude.default_folder())
     from autograd_scons.codegen.emit.options import parse_python  # (importable once the tool is loaded)
     try:
         env["PYTHON"] = parse_python(env["PYTHON"])

@@ -255,7 +255,8 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     `pch`: the precompiled prelude's policy, as at every entry point
     (docs/compile-layout.md): "auto" (default) for the edit TUs, and for a
     cold build's TUs only where enough of them take it to pay for the
-    precompile; never for clang.  True / False: every TU / none."""
+    precompile (GCC and clang alike, each with its own threshold), shared
+    per torch, compiler and flags.  True / False: every TU / none."""
     _check_name(name)
     request = LoadRequest.of(
         name, _file(native_functions, "native_functions", name), _file(derivatives, "derivatives", name),

@@ -29,8 +29,9 @@ old text, a copy of its object with exactly the symbols the edit TUs define
 made weak (codegen/weaken.py): any environment can link them, and every
 other duplicate symbol still fails the link.  `pch=` (False by default;
 True, "auto") is the precompiled prelude's policy, the same at every entry
-point (codegen/request.py, Pch): the TUs that take `prelude_impl.h`
-precompiled come back as their shared objects.  `env.AutogradLibrary(target,
+point (codegen/request.py, Pch): the TUs that take the prelude (GCC's or
+clang's, tool/pch.py: shared per torch, compiler and flags where
+$AUTOGRAD_PRELUDE_DIR is set) come back as their shared objects.  `env.AutogradLibrary(target,
 outdir, ...)` also links them into one shared library and, when nothing at
 all changed since it was last built, does not even declare the graph.
 
@@ -57,7 +58,7 @@ from autograd_scons.tool import override
 from autograd_scons.tool import pch
 from autograd_scons.tool import report
 from autograd_scons.tool import stamp
-from autograd_scons.tool.pch import PCHCOM, never_run, pch_objects
+from autograd_scons.tool.pch import PCHCOM, compiler_family, never_run, pch_objects
 from autograd_scons.codegen import incremental
 from autograd_scons.codegen.errors import SpecError, os_error_line
 from autograd_scons.codegen.request import FunctionsRequest, Pch
@@ -74,7 +75,7 @@ def _fail(message):
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
 _TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override,
-                                                 pch, report)]
+                                                 pch, pch.prelude, report)]
 
 
 def _no_duplicate(node):
@@ -92,8 +93,8 @@ def _compiled(env, out, request, result, nodes, own=(), plain=lambda n: n):
     kinds += [None] * len(own)  # the caller's sources count as a cold build's TUs
     everything = list(nodes) + list(own)
     cold = sum(1 for k in kinds if k is not TUKind.EDIT)
-    compiler = env.subst("$CXX")
-    chosen = [n for n, k in zip(everything, kinds) if request.pch.takes_prelude(k, cold, compiler)]
+    family = compiler_family(env)
+    chosen = [n for n, k in zip(everything, kinds) if request.pch.takes_prelude(k, cold, family)]
     with_prelude = dict(zip(chosen, pch_objects(env, out, chosen, _no_duplicate))) if chosen else {}
     return [with_prelude.get(n) or plain(n) for n in everything]
 
@@ -149,6 +150,7 @@ def _generate(env, outdir, request, others=0):
         _no_duplicate(out.Dir(sub))
     paths = [env.File(p).srcnode().abspath if p is not None else None  # the real spec, under a variant_dir
              for p in (request.native_functions, request.derivatives, request.tags)]
+    pch.INCLUDES[out.abspath] = request.emit.includes
     if request.emit.kernels:  # for the check after linking (_shared_library)
         _KERNEL_SPECS[out.abspath] = tuple(paths)
     env.AppendUnique(CPPPATH=[out])
@@ -232,7 +234,7 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
     env = env.Clone()  # the key must describe the environment the builders use
     nodes, result, record = _generate(env, outdir, request)
     out = _no_duplicate(env.Dir(outdir))
-    precompiles = request.pch.resolved(env.subst("$CXX")) is not Pch.OFF
+    precompiles = request.pch is not Pch.OFF
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
     stamp_path = lib_file.abspath + stamp.SUFFIX
@@ -240,7 +242,8 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
     alias, targets = env.subst("$AUTOGRAD_GENERATE_ALIAS"), SCons.Script.COMMAND_LINE_TARGETS
     if result is not None and alias and targets and all(t == alias for t in targets):
         return SCons.Util.NodeList([])  # `scons generate`: the objects are not asked for
-    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if precompiles else "", "$AUTOGRAD_PCH_KEY"]
+    commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if precompiles else "", "$AUTOGRAD_PCH_KEY",
+                "$AUTOGRAD_PRELUDE_DIR"]
     key = None
     if result is not None and stamp.fast_path_allowed(env, result, lib_file):
         key = stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
@@ -280,6 +283,7 @@ def generate(env):
     env.AddMethod(AutogradFunctions, "AutogradFunctions")
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
     env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
+                   AUTOGRAD_PRELUDE_DIR="", AUTOGRAD_SHAREDPCHCOMSTR="Shared precompiled prelude: $TARGET",
                    # Weak symbols in ELF objects (codegen/weaken.py); Mach-O's and COFF's
                    # are not attempted: their buckets are rewritten.
                    AUTOGRAD_OVERRIDE=sys.platform.startswith(("linux", "freebsd")),

@@ -3,8 +3,9 @@ codegen/unity_files.py)."""
 
 import pytest
 
-from autograd_scons.codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, Layout, bucket_count, bucket_of, cold,
-                            parse_unity, plan, prelude_pays, slot_of)
+from autograd_scons.codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, PCH_MIN_TUS_CLANG, Layout,
+                                            bucket_count, bucket_of, cold,
+                                            parse_unity, plan, prelude_pays, slot_of)
 from autograd_scons.codegen.report import where
 from autograd_scons.codegen.units import Kind, Unit
 from autograd_scons.codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, translation_units
@@ -61,6 +62,14 @@ def test_the_prelude_pays_from_five_tus_taking_it():
     assert PCH_MIN_TUS == 5
     assert [prelude_pays(n) for n in (0, 1, 3, 4, 5, 6)] == [False, False, False, False, True, True]
     assert prelude_pays(8 + 3) and prelude_pays(29 + 1 + 1 + 1)
+
+
+def test_under_clang_the_prelude_pays_from_two_tus_taking_it():
+    # clang's precompile keeps the instantiations: ~1.8 parses, each TU saves
+    # nearly one; the example's 3 cold TUs take it, a lone TU does not.
+    assert PCH_MIN_TUS_CLANG == 2
+    assert [prelude_pays(n, "clang") for n in (0, 1, 2, 3)] == [False, False, True, True]
+    assert not prelude_pays(3, "gcc") and prelude_pays(1 + 1 + 1, "clang")
 
 
 def test_the_other_tus_reach_the_cold_layout_but_not_the_edit_tus():

@@ -380,8 +380,9 @@ def test_two_builds_of_one_tree_never_interleave(built_repo):
 
 def test_dry_run_of_a_fresh_tree_with_the_precompiled_prelude_writes_nothing(tmp_path):
     # PCH=auto is on for the example: `-n` once failed on the prelude's
-    # wrapper header, which only a real run writes.
-    root = clone(tmp_path / "repo")
-    proc = scons(root, *EXAMPLE_ARGS, "-n", "PCH=1")
-    assert f"would generate {os.path.join(GEN, 'prelude_pch.h')}" in proc.stdout
-    assert not os.path.exists(os.path.join(root, GEN))
+    # wrapper header, which only a real run writes; the shared prelude's
+    # folder is not made either.
+    root, shared = clone(tmp_path / "repo"), tmp_path / "prelude"
+    proc = scons(root, *EXAMPLE_ARGS, "-n", "PCH=1", f"PRELUDE_DIR={shared}")
+    assert "Shared precompiled prelude: " in proc.stdout
+    assert not os.path.exists(os.path.join(root, GEN)) and not shared.exists()

@@ -123,9 +123,10 @@ def test_the_launcher_keeps_cachedir_hits(tmp_path, standin):
 def test_the_precompiled_header_goes_through_the_launcher(tmp_path, standin):
     launcher, log = standin
     root = clone(tmp_path / "a")
-    ok(run_scons(root, *LAYOUT, f"CXX={FAKE_CXX}", "PCH=1", f"LAUNCHER={launcher}"))
+    ok(run_scons(root, *LAYOUT, f"CXX={FAKE_CXX}", "PCH=1", f"LAUNCHER={launcher}",
+                 f"PRELUDE_DIR={tmp_path / 'prelude'}"))   # (not built yet: precompiled here)
     pch = [line for line in launched(log) if "-x c++-header" in line]
-    assert len(pch) == 1 and "prelude_pch.h.gch" in pch[0]
+    assert len(pch) == 1 and "torch_prelude.h.gch" in pch[0]
     assert len(launched(log)) == 1 + len(COLD)
 
 

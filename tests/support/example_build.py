@@ -3,7 +3,8 @@ built once per test session into a temporary build folder (`scons UNITY=2
 -j2 OPT=-O0 BUILD=...` from this checkout), for the test modules that run
 their ops (not a test module itself).  `AGF_TEST_BUILD_<NAME>=DIR` (NAME:
 the example folder's name in capitals, e.g. SPECS, NIMPL_EXT) builds into DIR
-instead, incrementally across sessions."""
+instead, incrementally across sessions; `AGF_TEST_CXX=clang++` builds with
+that compiler (tests/example/test_clang_example.py)."""
 
 import glob
 import os
@@ -19,7 +20,8 @@ def build(tmp_path_factory, example: str = "specs") -> str:
     if example not in _built:
         name = os.path.basename(example)
         folder = os.environ.get("AGF_TEST_BUILD_" + name.upper()) or str(tmp_path_factory.mktemp("build-" + name))
-        scons(REPO, "UNITY=2", "-j2", "OPT=-O0", f"BUILD={folder}", f"EXAMPLE={example}")
+        cxx = [f"CXX={os.environ['AGF_TEST_CXX']}"] if os.environ.get("AGF_TEST_CXX") else []
+        scons(REPO, "UNITY=2", "-j2", "OPT=-O0", f"BUILD={folder}", f"EXAMPLE={example}", *cxx)
         _built[example] = folder
     return _built[example]
 

@@ -17,7 +17,7 @@ import sys
 
 from support import forked
 from support.spec_facts import REPO
-from support.scons_helpers import FAKE_CXX  # noqa: F401 (the one spelling: -I -S, no site to import)
+from support.scons_helpers import FAKE_CXX, extensions_dir  # noqa: F401 (the one spelling: -I -S, no site to import)
 
 SPECS = os.path.join(REPO, "specs")
 
@@ -57,6 +57,7 @@ def example(dst):
 def environ(cxx=FAKE_CXX, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOGRAD_", "MAX_JOBS"))}
     env["CXX"] = cxx
+    env["AUTOGRAD_EXTENSIONS_DIR"] = extensions_dir()
     env.update({k: v for k, v in extra.items() if v is not None})
     return env
 

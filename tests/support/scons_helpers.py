@@ -1,9 +1,11 @@
 """Helpers for the tests that run SCons on copies of this repo (not a test module)."""
 
+import atexit
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import sys
 
 from support import forked
@@ -50,12 +52,33 @@ def clone(dst, torch_facts=True):
     return str(dst)
 
 
+_extensions_dir = []
+
+
+def _remove_if_ours(path, pid):
+    if os.getpid() == pid:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def extensions_dir():
+    """This process's stand-in for ~/.cache/autograd_extensions: where the
+    builds of its tests share their precompiled prelude (buildenv/prelude.py)."""
+    if not _extensions_dir:
+        # (a test's own pytest run, in a child, shares its parent's: AGF_TEST_EXTENSIONS_DIR)
+        given = os.environ.get("AGF_TEST_EXTENSIONS_DIR")
+        _extensions_dir.append(given or tempfile.mkdtemp(prefix="agf-extensions-"))
+        if not given:  # ours: its ~0.1-0.5 GB precompiled preludes go with the process (not a fork of it)
+            atexit.register(_remove_if_ours, _extensions_dir[0], os.getpid())
+    return _extensions_dir[0]
+
+
 def scons(cwd, *args, prelude="", check=True, python=sys.executable, environ=None):
     """Run SCons (`python`, by default this interpreter) in cwd; `prelude`
     is Python run first in the same process (to inject faults); `environ`:
     variables to set (None: unset) for it."""
     code = prelude + "\nimport sys\nfrom SCons.Script.Main import main\nsys.exit(main())"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
+    env["AUTOGRAD_EXTENSIONS_DIR"] = extensions_dir()  # the shared precompiled prelude's root
     for k, v in (environ or {}).items():
         if v is None:
             env.pop(k, None)
