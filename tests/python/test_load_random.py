@@ -37,7 +37,7 @@ DEFAULT = 34
 # Per seed: at most STEPS steps, none begun after BUDGET_S s.  The default
 # keeps the fast tier fast; .ci/run hunts longer (AGF_RANDOM_STEPS=40), and
 # so can anyone: AGF_RANDOM_STEPS=300 AGF_RANDOM_BUDGET_S=600.
-STEPS = int(os.environ.get("AGF_RANDOM_STEPS") or 12)
+STEPS = int(os.environ.get("AGF_RANDOM_STEPS") or 10)
 BUDGET_S = float(os.environ.get("AGF_RANDOM_BUDGET_S") or 20)
 
 _GIVEN = os.environ.get("AGF_RANDOM_SEED", "").strip()

@@ -233,6 +233,7 @@ def test_a_damaged_cache_config_gives_scons_own_message(tmp_path):
                     "configuration for " f"{cache} (a damaged `config` there: remove it, or choose another CACHEDIR)")
 
 
+@pytest.mark.compile  # six loads on ever smaller disks: the full tier (tests/conftest.py)
 def test_a_full_disk_names_the_path_and_leaves_nothing_half_written(tmp_path):
     _as_root()
     if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
