@@ -8,9 +8,9 @@ Tiers (markers):
             environments (torch into pip's isolated build environment, the
             tool's wheel into a venv: tens of seconds each, no compiler),
             or is the rest of a matrix whose sample the fast tier runs
-            (the kill matrix of test_interrupted_builds.py, the fresh seed
-            of test_load_random.py), or loads the machine for long (the
-            full disk of test_load_trust.py).
+            (the kill matrix of test_interrupted_builds.py), a random hunt
+            (test_load_random.py), or loads the machine for long (the full
+            disk of test_load_trust.py).
             `python -m pytest -q -m "not compile"` is the fast tier;
             `python -m pytest -q` runs everything.
   slow      slow for another reason (large subprocess runs); still in the
