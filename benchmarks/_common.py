@@ -69,7 +69,7 @@ def torchgen_cmd(nf: str, tags: str, d: str, out: str | None = None, python: boo
 
 
 def ours_cmd(nf: str, tags: str, d: str, out: str | None = None) -> list[str]:
-    """`python -m codegen infos`, or with `out` `generate` (torch's helpers included)."""
+    """`python -m autograd_scons infos`, or with `out` `generate` (torch's helpers included)."""
     if out is None:
         return [sys.executable, "-m", "autograd_scons", "infos", "--native-functions", nf, "--tags", tags,
                 "--derivatives", d]

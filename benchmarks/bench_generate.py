@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark a cold full generation: ours against torchgen's, same specs.
 
-ours:     `python -m codegen generate` on torch's specs into a fresh folder
+ours:     `python -m autograd_scons generate` on torch's specs into a fresh folder
           (load + derive foreach infos + emit + write ~1,400 files).
 torchgen: load_derivatives, match_differentiability_info (which adds the
           foreach infos, as gen_autograd does) and gen_autograd_functions_lib

@@ -110,7 +110,7 @@ def edit(derivatives: str, n: int) -> None:
 
 
 def generate(specs: tuple[str, str, str], out: str, checkout: str) -> tuple[float, float, tuple[int, int, int]]:
-    """(wall, CPU, (regenerated, unchanged, removed)) of one `python -m codegen
+    """(wall, CPU, (regenerated, unchanged, removed)) of one `python -m autograd_scons
     generate` of the generator in `checkout` (run from there: cwd first on sys.path)."""
     nf, tags, d = specs
     cmd = [sys.executable, "-m", "autograd_scons", "generate", "--native-functions", nf, "--tags", tags,
@@ -206,7 +206,7 @@ def table(res: dict) -> tuple[str, list[dict]]:
     for what, e in (("CPU", med(top, "edit_cpu") / med(top, "cold_cpu")), ("wall", med(top, "edit") / med(top, "cold"))):
         targets.append({"what": f"K={ks[-1]}: one edit / cold generation, {what}", "value": e, "limit": "<= 0.6",
                         "ok": e <= 0.6})
-    rows += ["", "Medians of the repetitions, one fresh `python -m codegen generate` each; CPU: user + sys.", ""]
+    rows += ["", "Medians of the repetitions, one fresh `python -m autograd_scons generate` each; CPU: user + sys.", ""]
     rows += [f"- {t['what']}: {t['value']:.2f} (target {t['limit']}): {'met' if t['ok'] else 'NOT MET'}"
              for t in targets]
     return "\n".join(rows) + "\n", targets

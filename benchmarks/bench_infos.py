@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark `python -m codegen infos` against torchgen's load_derivatives.
+"""Benchmark `python -m autograd_scons infos` against torchgen's load_derivatives.
 
 Each measurement runs in a fresh subprocess (cold start, like a build step),
 the variants alternating (ours, torchgen, floor, then the other way round)

@@ -8,7 +8,7 @@ Each measurement is a fresh Python process that imports torch, then times
 the load call alone: wall, and CPU (its own and its waited-for children's:
 SCons or ninja and their compilers).  The sides get the same C++: ours
 generates it (load()); for cpp_extension, which cannot generate,
-`python -m codegen generate` writes the same TUs (the layout from its
+`python -m autograd_scons generate` writes the same TUs (the layout from its
 manifest) and cpp_extension.load(..., is_python_module=False) compiles them
 with the hand-written kernels through ninja.  Scenarios, alternating the
 sides each repetition:

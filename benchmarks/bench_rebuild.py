@@ -244,9 +244,9 @@ class Bench(Floors):
         s = self.specs
         r = timed(ours_cmd(s.nf, s.tags, s.d, out), cwd=self.ours, settle=True)
         if r.returncode:
-            raise SystemExit(f"bench_rebuild: python -m codegen generate failed:\n{r.stderr}")
+            raise SystemExit(f"bench_rebuild: python -m autograd_scons generate failed:\n{r.stderr}")
         self.record(name, "ours_cli", wall=r.wall, cpu=r.cpu, rss_mib=r.rss_mib)
-        self.log(f"  ours python -m codegen generate: {r.wall:.2f} s")
+        self.log(f"  ours python -m autograd_scons generate: {r.wall:.2f} s")
 
     def distcc(self, name: str, folder: str) -> None:
         """bench_distcc's cold build: wall time and the daemon's remote jobs."""

@@ -131,7 +131,7 @@ def criteria(sc: dict, unit: float | None = None) -> list[dict]:
         out.append({"what": "no-op: ours (scons) - empty SConstruct, seconds", "value": d, "limit": "<= 0.5",
                     "ok": d <= 0.5})
     cold = sc.get("cold", {})
-    for side, what in (("ours_generate", "scons generate"), ("ours_cli", "python -m codegen generate")):
+    for side, what in (("ours_generate", "scons generate"), ("ours_cli", "python -m autograd_scons generate")):
         if side in cold and "torchgen" in cold:
             r = cold[side]["median"] / cold["torchgen"]["median"]
             out.append({"what": f"cold generation: ours ({what}) / torchgen", "value": r, "limit": "<= 0.25",

@@ -67,7 +67,7 @@ HEADER = [
 TEMPLATE_OP = "MulBackward0"   # the per-TU floor, and the stand-ins' model
 
 # Sides: ours_generate (`scons generate`), ours_full (`scons -jN`: generate,
-# compile, relink), ours_cli (`python -m codegen generate`, cold only),
+# compile, relink), ours_cli (`python -m autograd_scons generate`, cold only),
 # torchgen (its generation; + compiling Functions.cpp when it changed, unless
 # --quick), empty (an empty SConstruct's `scons`).
 EDIT_SIDES = ("ours_generate", "ours_full", "torchgen")

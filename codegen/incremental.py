@@ -1,7 +1,7 @@
 """Incremental generation: bring an output folder in line with the specs.
 
 `update()` is the one pipeline from specs to files, used by the SCons tool
-and by `python -m codegen generate` alike.  It rewrites only the files of
+and by `python -m autograd_scons generate` alike.  It rewrites only the files of
 units whose key changed (keys.py), deletes what units that are gone owned,
 lays out the compile units (layout.py), and, when the input files' bytes,
 the generator and the options are those recorded in the manifest

@@ -170,7 +170,7 @@ def run_cli_limited(tmp_path, native, derivatives):
 
 
 def run_cli(tmp_path, capsys, native, derivatives):
-    """`python -m codegen infos`, in this process (for inputs that cannot hang it)."""
+    """`python -m autograd_scons infos`, in this process (for inputs that cannot hang it)."""
     (tmp_path / "nf.yaml").write_text(native)
     (tmp_path / "d.yaml").write_text(derivatives)
     rc = main(["infos", "--native-functions", str(tmp_path / "nf.yaml"),

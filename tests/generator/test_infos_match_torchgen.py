@@ -1,4 +1,4 @@
-"""Our `python -m codegen infos` must reproduce torchgen's load_derivatives."""
+"""Our `python -m autograd_scons infos` must reproduce torchgen's load_derivatives."""
 
 import json
 import subprocess
@@ -14,12 +14,12 @@ def run_our_infos(native_functions, tags, derivatives):
          "--native-functions", native_functions,
          "--tags", tags,
          "--derivatives", derivatives],
-        cwd=REPO,  # so `-m codegen` resolves to this checkout
+        cwd=REPO,
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, (
-        f"python -m codegen infos exited {proc.returncode}\n"
+        f"python -m autograd_scons infos exited {proc.returncode}\n"
         f"stderr:\n{proc.stderr[-4000:]}"
     )
     return json.loads(proc.stdout)

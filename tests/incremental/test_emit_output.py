@@ -22,7 +22,7 @@ from support.spec_facts import REPO
 
 
 def run_generate(*args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=REPO)  # `-m codegen` from this checkout, from any cwd
+    env = dict(os.environ)
     return subprocess.run([sys.executable, "-m", "autograd_scons", "generate", *args],
                           cwd=cwd or REPO, env=env, capture_output=True, text=True)
 

@@ -2,7 +2,7 @@
 
 Not a test module: a helper used by tests and benchmarks. It runs torchgen's
 own ``load_derivatives`` and turns the result into the same JSON-able dict
-that ``python -m codegen infos`` prints, so the two can be compared directly.
+that ``python -m autograd_scons infos`` prints, so the two can be compared directly.
 torch/torchgen is imported lazily so that importing this module never
 requires torch.
 """
@@ -99,7 +99,7 @@ def real_torchgen() -> tuple[dict, int]:
 
 
 def to_json(infos: dict, n: int | None = None) -> dict:
-    """The first n of torchgen's infos in our JSON shape (`python -m codegen infos`)."""
+    """The first n of torchgen's infos in our JSON shape (`python -m autograd_scons infos`)."""
     return {"infos": [_info(info, key) for per_key in list(infos.values())[:n] for key, info in per_key.items()]}
 
 
