@@ -24,8 +24,10 @@ _spec.loader.exec_module(counts)
 ARGS = TINY_ARGS
 SALTED = "MulBackward0"
 BREAK_KEY = f"""
-import dataclasses, os, sys
-sys.path.insert(0, os.getcwd())
+import dataclasses, os, runpy
+# The checkout's own package, as SCons's site_init.py registers it (not one
+# installed from elsewhere, whose generator version would differ).
+runpy.run_path(os.path.join(os.getcwd(), "site_scons", "site_init.py"))
 from autograd_scons.codegen import incremental
 _unit_key = incremental.unit_key
 def unit_key(unit, options, generator):
