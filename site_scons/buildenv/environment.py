@@ -98,8 +98,15 @@ def environment(vars, cuda):
 
     env.Tool("autograd_functions")
     env.Tool("nvcc")
-    # One precompiled prelude per torch, compiler and flags, for every build.
-    env["AUTOGRAD_PRELUDE_DIR"] = os.path.abspath(env["PRELUDE_DIR"] or prelude.default_folder())
+    # One precompiled prelude per torch, compiler and flags, for every build;
+    # where the default folder cannot be made (a read-only or absent home, as
+    # in a build container), the build folder's own, said in one line.
+    shared = os.path.abspath(env["PRELUDE_DIR"] or prelude.default_folder())
+    if env["PRELUDE_DIR"] or prelude.can_make(shared):
+        env["AUTOGRAD_PRELUDE_DIR"] = shared
+    elif not S.GetOption("help"):
+        print(f"scons: warning: cannot make {shared}: the precompiled prelude is kept in the build "
+              "folder (PRELUDE_DIR= shares it)", file=sys.stderr)
     from autograd_scons.codegen.emit.options import parse_python  # (importable once the tool is loaded)
     try:
         env["PYTHON"] = parse_python(env["PYTHON"])

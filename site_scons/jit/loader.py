@@ -39,6 +39,7 @@ import shutil
 from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
 from autograd_scons.codegen.writer import write_atomic
 from autograd_scons.codegen.lock import BuildLock, FolderError, LockTimeout
+from autograd_scons.buildenv.prelude import extensions_root
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
 from autograd_scons.jit.request import LoadError, LoadRequest, label as _label, words as _words
 
@@ -104,11 +105,6 @@ def folder_key() -> str:
     tag = hashlib.sha256(json.dumps([words, os.path.realpath(found) if found else None]).encode()).hexdigest()[:8]
     program = re.sub(r"[^A-Za-z0-9+._-]", "_", os.path.basename(words[0]))
     return f"{torch_flags.python_abi()}_torch{version}_{build}_{program}-{tag}"
-
-
-def extensions_root() -> str:
-    return os.path.abspath(os.environ.get("AUTOGRAD_EXTENSIONS_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "autograd_extensions"))
 
 
 def build_folder(name: str, build_directory=None) -> str:

@@ -9,6 +9,8 @@ named `g++` or `clang++` (the family is read off the name).
 """
 
 import os
+import subprocess
+import sys
 import re
 
 import pytest
@@ -152,3 +154,31 @@ def test_a_damaged_header_or_a_killed_precompile_is_rebuilt(tmp_path):
     assert sorted(n for n in os.listdir(folder) if not n.startswith(".")) == ["torch_prelude.h", "torch_prelude.h.gch"]
     with open(os.path.join(folder, "torch_prelude.h")) as f:
         assert "planted" not in f.read()
+
+
+SCONS_MAIN = "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())"
+
+
+def test_a_home_that_cannot_be_written_keeps_the_prelude_in_the_build_folder(tmp_path):
+    # A build container's read-only (or absent) home: the shared folder's
+    # default cannot be made, so the build keeps its own prelude and says
+    # so in one line; it does not fail.  (As root, only a read-only mount
+    # makes a folder unwritable.)
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -m (a private mount namespace) is not allowed here: no read-only home can be made")
+    home = tmp_path / "home"
+    home.mkdir()
+    root = clone(tmp_path / "repo")
+    env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_EXTENSIONS_DIR", "XDG_CACHE_HOME")}
+    env["HOME"] = str(home)
+    cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+           f'mount --bind {home} {home} && mount -o remount,ro,bind {home} && exec "$@"', "sh",
+           sys.executable, "-c", SCONS_MAIN, "-j2", f"CXX={fake(tmp_path, 'g++')}", "PCH=1"]
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    shared = home / ".cache" / "autograd_extensions" / "_prelude"
+    assert [x for x in proc.stderr.splitlines() if x.strip()] == [
+        f"scons: warning: cannot make {shared}: the precompiled prelude is kept in the build folder "
+        "(PRELUDE_DIR= shares it)"]
+    [pre] = precompiles(proc.stdout)
+    assert f"-o {os.path.join('build', 'example', 'gen')}" in pre and not os.listdir(home)
