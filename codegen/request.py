@@ -43,8 +43,8 @@ class Pch(enum.Enum):
         auto).  Raises ValueError with the reason."""
         if isinstance(value, cls):
             return value
-        if isinstance(value, bool):
-            return cls.ON if value else cls.OFF
+        if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+            return cls.ON if value else cls.OFF   # (load() took 1 and 0 as True and False)
         for member in cls:
             if isinstance(value, str) and value == member.value:
                 return member

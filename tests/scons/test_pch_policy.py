@@ -42,7 +42,8 @@ def test_scons_pch_auto_is_loads_auto(tmp_path):
 
 
 @pytest.mark.parametrize("value, policy", [(True, Pch.ON), (False, Pch.OFF), ("auto", Pch.AUTO),
-                                           ("1", Pch.ON), ("0", Pch.OFF), (Pch.AUTO, Pch.AUTO)])
+                                           ("1", Pch.ON), ("0", Pch.OFF), (1, Pch.ON), (0, Pch.OFF),
+                                           (Pch.AUTO, Pch.AUTO)])
 def test_the_values_every_entry_point_takes(value, policy):
     assert Pch.parse(value) is policy
 
