@@ -20,6 +20,7 @@ import zipfile
 import pytest
 from packaging.specifiers import SpecifierSet
 
+from support import forked
 from support import ship_helpers as ship
 
 pytestmark = pytest.mark.slow  # pip and SCons subprocesses; no compiler
@@ -199,7 +200,9 @@ def _import(site, base, fake_cuda=None, fake_hip=None):
     code = f"import torch\n{fake}torch.ops.load_library = lambda p: print('LOAD', p)\nimport {NAME}\n"
     far = base[0] / "far" / "away"
     os.makedirs(far, exist_ok=True)
-    return ship.run([sys.executable, "-c", code], far, ship.environ(str(site)), check=False)
+    # forked from a process that has imported torch (support/forked.py): the
+    # import under test is the package's, and torch's ~2 s would be paid five times
+    return forked.run(code, [], ship.environ(str(site)), cwd=str(far))
 
 
 def _installed(path, site):
