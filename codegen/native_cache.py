@@ -19,9 +19,9 @@ fork, a child encodes it on another core while the update renders and
 writes the sources, then waits for the verdict on a pipe.  It writes the
 file only when told the whole update succeeded (`flush`); an update that
 fails (`close`), or a parent killed however it dies (the pipe's end of
-file), makes it exit without writing.  Without fork (or with other Python
-threads running, which a fork could catch holding a lock), the parent
-encodes at `flush`, as before.
+file), makes it exit without writing.  Off Linux, or with other threads
+running (which a fork could catch holding a lock), the parent encodes at
+`flush`, as before.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from typing import Optional
 
@@ -114,7 +115,7 @@ class _Writer:
 
     @classmethod
     def start(cls, path: str, key: bytes, native: NativeSpec) -> Optional["_Writer"]:
-        if not hasattr(os, "fork") or threading.active_count() > 1:
+        if not _alone():
             return None
         r, w = os.pipe()
         try:
@@ -148,6 +149,19 @@ class _Writer:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
                 pass
+
+
+def _alone() -> bool:
+    """Whether this process may fork a child that runs Python: on Linux, with
+    no other thread (a library's native ones count: a fork can catch one
+    holding a lock, and Python 3.12 warns of it).  Elsewhere: never (macOS's
+    system libraries do not survive a fork without an exec)."""
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 def _key(path: str, text: str, valid_tags: Optional[set[str]]) -> bytes:

@@ -158,11 +158,14 @@ def test_bad_input_and_dry_runs_leave_no_cache(tmp_path, monkeypatch):
 
 class _Forks:
     """The writers update() forks (native_cache._Writer), by pid, so that a
-    test can check that each was reaped: none is left blocked on its pipe."""
+    test can check that each was reaped: none is left blocked on its pipe.
+    The fork is taken whatever threads this test process has (a test worker's,
+    torch's pools): the child runs the same Python either way."""
 
     def __init__(self, monkeypatch):
         self.pids = []
         real = os.fork
+        monkeypatch.setattr(native_cache, "_alone", lambda: True)
 
         def fork():
             pid = real()
@@ -203,7 +206,8 @@ def test_an_update_failing_after_the_sources_leaves_no_cache(tmp_path, monkeypat
 
 _KILLED = """\
 import os, signal, sys
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen import incremental, native_cache
+assert native_cache._alone()  # (a fresh process: the update forks its writer)
 from autograd_scons.codegen.emit.options import EmitOptions
 def killed(*a, **k):  # the sources written, the manifest not: killed there, as a build can be
     os.kill(os.getpid(), signal.SIGKILL)
@@ -240,8 +244,22 @@ def test_the_forked_writer_is_reaped_and_the_fallback_writes_the_same(tmp_path, 
     e.update(forked)
     assert forks.all_reaped()
     forks.pids.clear()
-    monkeypatch.setattr(native_cache.threading, "active_count", lambda: 2)
+    monkeypatch.setattr(native_cache, "_alone", lambda: False)
     e.update(inline)
     assert not forks.pids
     caches = [open(os.path.join(out, NATIVE_CACHE), "rb").read() for out in (forked, inline)]
     assert caches[0] == caches[1] and json.loads(caches[0].split(b"\n", 1)[1])
+
+
+def test_no_fork_beside_another_thread():
+    """A fork can catch another thread holding a lock: with one running, the
+    update encodes in process."""
+    import threading
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not native_cache._alone()
+    finally:
+        stop.set()
+        t.join()
