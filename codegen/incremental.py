@@ -150,29 +150,32 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
     from .load_derivatives import gc_paused  # (the parser: the slow path only)
     cache = NativeCache(os.path.join(out_dir, NATIVE_CACHE))
-    # The units, keys and texts are ~10^6 live objects at 8x torch's specs:
-    # every full collection would walk them all (a one-edit update grew
-    # faster than the specs: ~15% of its time at 8x).
-    with gc_paused():
-        units = render.load(native_functions, derivatives, tags, kernels=request.opts.kernels, native_cache=cache)
-        request = dataclasses.replace(request, opts=with_default_namespace(request.opts, _op_namespaces(units)))
-        options = _options(requested, request.opts)
-        keys = [unit_key(u, options, generator) for u in units]
-        state = _State(out_dir, old, dirty, options, generator, warning)
-        files, owner, result = state.render(units, keys, request, render)
-    if request.dry_run:
-        return result
-    discard_manifest(mpath)
-    write_files(out_dir, files)
-    pruned = prune(out_dir, OWNED_FOLDERS, set(owner), set(old.files) if old else set())
-    result.foreign = pruned.foreign
-    stats = {rel: stat_of(os.path.join(out_dir, rel)) for rel in owner}
-    missing = [rel for rel, st in stats.items() if st is None]
-    if missing:  # a unit we thought up to date lost a file under us: next run fixes it
-        raise OSError(f"generated file vanished during generation: {missing[0]}")
-    write_manifest(mpath, Manifest(inputs, generator, options, keys, owner, stats, result.layout,
-                                   result.sources))
-    cache.flush()  # (after the manifest: the cache only ever holds a parse of a good update)
+    try:
+        # The units, keys and texts are ~10^6 live objects at 8x torch's specs:
+        # every full collection would walk them all (a one-edit update grew
+        # faster than the specs: ~15% of its time at 8x).
+        with gc_paused():
+            units = render.load(native_functions, derivatives, tags, kernels=request.opts.kernels, native_cache=cache)
+            request = dataclasses.replace(request, opts=with_default_namespace(request.opts, _op_namespaces(units)))
+            options = _options(requested, request.opts)
+            keys = [unit_key(u, options, generator) for u in units]
+            state = _State(out_dir, old, dirty, options, generator, warning)
+            files, owner, result = state.render(units, keys, request, render)
+        if request.dry_run:
+            return result
+        discard_manifest(mpath)
+        write_files(out_dir, files)
+        pruned = prune(out_dir, OWNED_FOLDERS, set(owner), set(old.files) if old else set())
+        result.foreign = pruned.foreign
+        stats = {rel: stat_of(os.path.join(out_dir, rel)) for rel in owner}
+        missing = [rel for rel, st in stats.items() if st is None]
+        if missing:  # a unit we thought up to date lost a file under us: next run fixes it
+            raise OSError(f"generated file vanished during generation: {missing[0]}")
+        write_manifest(mpath, Manifest(inputs, generator, options, keys, owner, stats, result.layout,
+                                       result.sources))
+        cache.flush()  # (after the manifest: the cache only ever holds a parse of a good update)
+    finally:
+        cache.close()  # (a fresh parse not flushed: a failed update or a dry run; its writer exits)
     return result
 
 

@@ -6,7 +6,9 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -152,3 +154,112 @@ def test_bad_input_and_dry_runs_leave_no_cache(tmp_path, monkeypatch):
     open(e.d, "w").write(good)
     e.update(dry_run=True)
     assert not os.path.exists(os.path.join(e.out, NATIVE_CACHE))
+
+
+class _Forks:
+    """The writers update() forks (native_cache._Writer), by pid, so that a
+    test can check that each was reaped: none is left blocked on its pipe.
+    The fork is taken whatever threads this test process has (a test worker's,
+    torch's pools): the child runs the same Python either way."""
+
+    def __init__(self, monkeypatch):
+        self.pids = []
+        real = os.fork
+        monkeypatch.setattr(native_cache, "_alone", lambda: True)
+
+        def fork():
+            pid = real()
+            if pid:
+                self.pids.append(pid)
+            return pid
+        monkeypatch.setattr(native_cache.os, "fork", fork)
+
+    def all_reaped(self):
+        for pid in self.pids:
+            with pytest.raises(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        return bool(self.pids)
+
+
+def test_an_update_failing_after_the_sources_leaves_no_cache(tmp_path, monkeypatch):
+    """The sources written, the update fails before its manifest: the forked
+    encoder of the fresh parse must exit without writing, and the next
+    update parses again and generates what a cold one does."""
+    e, forks = Example(tmp_path / "example", monkeypatch), _Forks(monkeypatch)
+
+    def fail(*a, **k):
+        raise OSError("injected: after the sources, before the manifest")
+    monkeypatch.setattr(incremental, "write_manifest", fail)
+    os.makedirs(e.out)  # (there before the update, as the folder's lock makes it)
+    with pytest.raises(OSError, match="injected"):
+        e.update()
+    assert os.path.isfile(os.path.join(e.out, "functions", "ScaleBackward0.cpp"))  # (the sources are there)
+    assert forks.all_reaped() and not os.path.exists(os.path.join(e.out, NATIVE_CACHE))
+    assert not [n for n in os.listdir(e.out) if n.endswith(".tmp")]
+    monkeypatch.undo()
+    e = Example(tmp_path / "example2", monkeypatch)
+    shutil.copytree(tmp_path / "example" / "gen", e.out)   # the failed run's folder, on the same specs
+    e.update()
+    assert e.parses == 1 and os.path.isfile(os.path.join(e.out, NATIVE_CACHE))
+    assert units(e.out) == e.cold(tmp_path)
+
+
+_KILLED = """\
+import os, signal, sys
+from autograd_scons.codegen import incremental, native_cache
+assert native_cache._alone()  # (a fresh process: the update forks its writer)
+from autograd_scons.codegen.emit.options import EmitOptions
+def killed(*a, **k):  # the sources written, the manifest not: killed there, as a build can be
+    os.kill(os.getpid(), signal.SIGKILL)
+incremental.write_manifest = killed
+incremental.update(sys.argv[1], sys.argv[2], sys.argv[3], None, incremental.Request(
+    EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",)), jobs=2, override=True))
+"""
+
+
+def test_an_update_killed_after_the_sources_leaves_no_cache(tmp_path, monkeypatch):
+    """SIGKILL after the sources, before the manifest: the encoder, left
+    alone, sees its pipe closed and exits without writing.  (The child's
+    stdout is the encoder's too: run() returns once both have exited.)"""
+    e = Example(tmp_path / "example", monkeypatch)
+    os.makedirs(e.out)  # (there before the update, as the folder's lock makes it)
+    r = subprocess.run([sys.executable, "-c", _KILLED, e.out, e.nf, e.d], capture_output=True, timeout=120)
+    assert r.returncode == -signal.SIGKILL, r.stderr.decode()
+    assert os.path.isfile(os.path.join(e.out, "functions", "ScaleBackward0.cpp"))
+    assert not os.path.exists(os.path.join(e.out, incremental.MANIFEST))
+    assert not os.path.exists(os.path.join(e.out, NATIVE_CACHE))
+    assert not [n for n in os.listdir(e.out) if n.endswith(".tmp")]
+    r = e.update()
+    assert r.parsed and e.parses == 1 and os.path.isfile(os.path.join(e.out, NATIVE_CACHE))
+    assert units(e.out) == e.cold(tmp_path)
+
+
+def test_the_forked_writer_is_reaped_and_the_fallback_writes_the_same(tmp_path, monkeypatch):
+    """A successful update's writer is waited for (no zombie, its CPU is the
+    update's); with other threads running the update encodes in process
+    (no fork, which could catch a thread holding a lock), and both write the
+    same cache."""
+    e, forks = Example(tmp_path / "example", monkeypatch), _Forks(monkeypatch)
+    forked, inline = str(tmp_path / "forked"), str(tmp_path / "inline")
+    e.update(forked)
+    assert forks.all_reaped()
+    forks.pids.clear()
+    monkeypatch.setattr(native_cache, "_alone", lambda: False)
+    e.update(inline)
+    assert not forks.pids
+    caches = [open(os.path.join(out, NATIVE_CACHE), "rb").read() for out in (forked, inline)]
+    assert caches[0] == caches[1] and json.loads(caches[0].split(b"\n", 1)[1])
+
+
+def test_no_fork_beside_another_thread():
+    """A fork can catch another thread holding a lock: with one running, the
+    update encodes in process."""
+    import threading
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not native_cache._alone()
+    finally:
+        stop.set()
+        t.join()
