@@ -8,7 +8,9 @@ Tiers (markers):
             environments (torch into pip's isolated build environment, the
             tool's wheel into a venv: tens of seconds each, no compiler),
             or is the rest of a matrix whose sample the fast tier runs
-            (the kill matrix of test_interrupted_builds.py), a random hunt
+            (the kill matrix of test_interrupted_builds.py, the damaged
+            stamps of test_load_trust.py, the edit kinds of
+            test_load.py), a random hunt
             (test_load_random.py), or loads the machine for long (the full
             disk of test_load_trust.py).
             `python -m pytest -q -m "not compile"` is the fast tier;
@@ -59,17 +61,35 @@ os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
+# Modules that compare with torchgen's own run on torch's specs
+# (support/torchgen_reference.real_torchgen, a few seconds of CPU per
+# process): one worker runs them all, so that the run is made once.
+TORCHGEN_REFERENCE = {"test_infos_match_torchgen", "test_foreach_infos", "test_emit_classes",
+                      "test_python_bindings_specs"}
+
+
+def _group(item) -> str:
+    module = item.module.__name__ if item.module else item.nodeid
+    return "torchgen_reference" if module.rpartition(".")[2] in TORCHGEN_REFERENCE else module
+
+
+def pytest_itemcollected(item):
+    """Each test's pytest-xdist group (`--dist loadgroup`, setup.cfg): its
+    module, or the group of modules that share one costly reference."""
+    item.add_marker(pytest.mark.xdist_group(_group(item)))
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k deselected what does not run
 def pytest_collection_modifyitems(config, items):
-    """The modules marked `slow` first, then the others by their number of
-    tests: pytest-xdist (`--dist loadfile --no-loadscope-reorder`, setup.cfg)
-    hands whole modules to the workers in this order, so that a slow module
+    """The groups with a module marked `slow` first, then the others by their
+    number of tests: pytest-xdist (`--no-loadscope-reorder`, setup.cfg)
+    hands whole groups to the workers in this order, so that a slow group
     starts early instead of running alone at the end."""
-    modules: dict = {}
+    groups: dict = {}
     for item in items:
-        modules.setdefault(item.module.__name__ if item.module else item.nodeid, []).append(item)
-    order = sorted(modules.values(), key=lambda tests: (not any(t.get_closest_marker("slow") for t in tests),
-                                                        -len(tests)))
+        groups.setdefault(_group(item), []).append(item)
+    order = sorted(groups.values(), key=lambda tests: (not any(t.get_closest_marker("slow") for t in tests),
+                                                       -len(tests)))
     items[:] = [item for tests in order for item in tests]
 
 

@@ -41,10 +41,13 @@ def torchgen_python() -> tuple[dict[str, list[str]], list]:
     """(torchgen's property tables of torch's specs, the infos they come from)."""
     import torchgen.packaged.autograd as pa
     from torchgen.packaged.autograd.gen_autograd_functions import gen_autograd_functions_python
-    from support.torchgen_reference import real_spec_paths, torchgen_load
+    from support.torchgen_reference import real_torchgen
     # As a torch build does: its Python bindings are made from the infos
-    # load_derivatives returns, without the foreach ones derived later.
-    infos, _ = torchgen_load(*real_spec_paths(), foreach=False)
+    # load_derivatives returns, without the foreach ones derived later.  Those
+    # are the first `loaded` of the session's one torchgen run (the foreach
+    # pass only adds keys), which spares a second load of the same specs.
+    every, loaded = real_torchgen()
+    infos = dict(list(every.items())[:loaded])
     with tempfile.TemporaryDirectory() as out:
         gen_autograd_functions_python(out, infos, os.path.join(os.path.dirname(pa.__file__), "templates"))
         texts = []
