@@ -9,8 +9,8 @@ Tiers (markers):
             tool's wheel into a venv: tens of seconds each, no compiler),
             or is the rest of a matrix whose sample the fast tier runs
             (the kill matrix of test_interrupted_builds.py, the damaged
-            stamps of test_load_trust.py, the edit kinds of
-            test_load.py), a random hunt
+            stamps and planted links of test_load_trust.py, the edit kinds
+            of test_load.py), a random hunt
             (test_load_random.py), or loads the machine for long (the full
             disk of test_load_trust.py).
             `python -m pytest -q -m "not compile"` is the fast tier;
