@@ -324,7 +324,7 @@ class Bench(Floors):
                          "standin_only": self.args.standin_only, "settle_s": self.args.settle}
         res["machine_end"] = machine()
         res["failures"] = self.failures
-        return res
+        return rebuild_report.with_criteria(res)
 
 
 def main(argv=None) -> int:

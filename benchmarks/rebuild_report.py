@@ -77,7 +77,16 @@ def summarize_runs(runs: dict, floor: dict, n_functions: int | None, jobs: int, 
         res["scenarios"]["cold"]["ours_full_estimate"] = (
             (floor.get("pch_build_s") or 0) + n_functions * per_tu["median"] / jobs + (floor.get("cold_link_s") or 0))
     res["floor"] = floor
-    res["criteria"] = criteria(res["scenarios"], floor.get("header_parse_cpu_s"))
+    return res
+
+
+def with_criteria(res: dict) -> dict:
+    """`res` (with its config) and the targets, met or not, for its compiler
+    and job: the report recomputes them, so that a stored run is read against
+    today's goals."""
+    cfg, floor = res.get("config", {}), res["floor"]
+    res["criteria"] = criteria(res["scenarios"], floor.get("header_parse_cpu_s"), clang="clang" in cfg.get("cxx", ""),
+                               python=bool(cfg.get("python", 1)), precompile_s=floor.get("pch_build_s"))
     return res
 
 
@@ -86,11 +95,19 @@ def summarize_runs(runs: dict, floor: dict, n_functions: int | None, jobs: int, 
 LOOP_TARGETS = (("cold_example", "cold build", 45, 5.0),
                 ("example_first", "1 formula edited, first time", 8, 0.8),
                 ("example_again", "the same formula edited again", 6, 0.6))
+# Issue 37's goals, per compiler (clang, GCC): the edit loop's header
+# parses; torch's cold build against torchgen's job, wall and CPU (with the
+# Python bindings; without them the ratio is reported, with no goal).
+AGAIN_PARSES = (0.25, 0.35)
+COLD_WALL = (0.7, 0.85)
+COLD_CPU = (0.8, 0.9)
 
 
-def loop_criteria(sc: dict, unit: float | None) -> list[dict]:
+def loop_criteria(sc: dict, unit: float | None, clang: bool = False) -> list[dict]:
     out = []
     for name, what, wall_max, parses_max in LOOP_TARGETS:
+        if name == "example_again":
+            parses_max = AGAIN_PARSES[0 if clang else 1]
         r = sc.get(name, {})
         if "ours_full" not in r or not r.get("compile_real"):
             continue
@@ -104,22 +121,30 @@ def loop_criteria(sc: dict, unit: float | None) -> list[dict]:
     return out
 
 
-def criteria(sc: dict, unit: float | None = None) -> list[dict]:
-    """The targets docs/benchmarks.md states, met or not."""
-    out = loop_criteria(sc, unit)
+def criteria(sc: dict, unit: float | None = None, clang: bool = False, python: bool = True,
+             precompile_s: float | None = None) -> list[dict]:
+    """The targets docs/benchmarks.md and issue 37 state, met or not."""
+    out = loop_criteria(sc, unit, clang)
     for name, what in (("formula1", "1 formula"), ("formula10", "10 formulas")):
         sp = sc.get(name, {}).get("speedup")
         if sp:
             out.append({"what": f"{what}: torchgen (generate + compile its job) / ours (generate + compile "
                                 "+ relink)", "value": sp, "limit": ">= 10", "ok": sp >= 10})
     cb = sc.get("cold_build", {})
+    which = 0 if clang else 1
     if cb.get("speedup"):
-        out.append({"what": "torch's cold build: ours (scons) / torchgen (generate + compile its job), wall",
-                    "value": 1 / cb["speedup"], "limit": "<= 0.8", "ok": 1 / cb["speedup"] <= 0.8})
+        wall = 1 / cb["speedup"]
+        out.append(_goal("torch's cold build: ours (scons) / torchgen (generate + compile its job), wall", wall,
+                         COLD_WALL[which] if python else None))
+        if precompile_s and cb.get("torchgen_total"):
+            # The prelude is precompiled once per torch, compiler and flags on a
+            # machine (the benchmark's setup): a first build anywhere pays it too.
+            out.append(_goal("torch's cold build, the prelude precompiled in it too: ours / torchgen, wall",
+                             (cb["ours_full"]["median"] + precompile_s) / cb["torchgen_total"],
+                             COLD_WALL[which] if python else None))
         if cb.get("ours_full_cpu") and cb.get("torchgen_total_cpu"):
             r = cb["ours_full_cpu"]["median"] / cb["torchgen_total_cpu"]
-            out.append({"what": "torch's cold build: ours / torchgen, CPU", "value": r, "limit": "<= 1.5",
-                        "ok": r <= 1.5})
+            out.append(_goal("torch's cold build: ours / torchgen, CPU", r, COLD_CPU[which] if python else None))
     for name in ("header", "add", "remove"):
         sp = sc.get(name, {}).get("speedup")
         if sp:
@@ -128,15 +153,23 @@ def criteria(sc: dict, unit: float | None = None) -> list[dict]:
     noop = sc.get("noop", {})
     if "ours_full" in noop and "empty" in noop:
         d = noop["ours_full"]["median"] - noop["empty"]["median"]
-        out.append({"what": "no-op: ours (scons) - empty SConstruct, seconds", "value": d, "limit": "<= 0.5",
-                    "ok": d <= 0.5})
+        out.append({"what": "no-op: ours (scons) - empty SConstruct, seconds", "value": d, "limit": "<= 0.1",
+                    "ok": d <= 0.1})
     cold = sc.get("cold", {})
     for side, what in (("ours_generate", "scons generate"), ("ours_cli", "python -m autograd_scons generate")):
         if side in cold and "torchgen" in cold:
             r = cold[side]["median"] / cold["torchgen"]["median"]
-            out.append({"what": f"cold generation: ours ({what}) / torchgen", "value": r, "limit": "<= 0.25",
-                        "ok": r <= 0.25})
+            out.append({"what": f"cold generation: ours ({what}) / torchgen's same job", "value": r,
+                        "limit": "<= 0.5", "ok": r <= 0.5})
     return out
+
+
+def _goal(what: str, value: float, limit: float | None) -> dict:
+    """A ratio against its goal; with no goal (`PYTHON=0`), reported as met."""
+    if limit is None:
+        return {"what": what, "value": value, "limit": "reported, no goal", "ok": True}
+    return {"what": what, "value": value, "limit": f"<= {limit}", "ok": value <= limit}
+
 
 def table(res: dict) -> str:
     sc, fl, cfg = res["scenarios"], res["floor"], res["config"]
@@ -320,7 +353,7 @@ def main(argv=None) -> int:
     ap.add_argument("--chart", metavar="PNG", help="also draw the chart here (needs matplotlib)")
     args = ap.parse_args(argv)
     with open(args.results) as f:
-        res = json.load(f)
+        res = with_criteria(json.load(f))
     print(table(res))
     if args.chart and not chart(res, args.chart):
         print("rebuild_report: the chart needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
