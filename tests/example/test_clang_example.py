@@ -2,7 +2,11 @@
 (`-fpch-instantiate-templates`), passes the same checks as the g++ build:
 opcheck, torch.compile and forward AD (tests/example/test_extension_pt2.py
 and test_forward_ad.py, run in a pytest of their own against this build:
-one process loads one copy of the example).  .ci/run installs clang."""
+one process loads one copy of the example).  So do the edit and
+override tests of tests/scons/test_scons_example.py built with clang, and
+the edit-count tests of tests/scons/test_scons_incremental.py with the
+stand-in compiler named as clang (the precompiled prelude's rules differ
+by family).  .ci/run installs clang."""
 
 import os
 import re
@@ -34,3 +38,24 @@ def test_the_clang_build_passes_opcheck_torch_compile_and_forward_ad(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert re.search(r"\d+ passed", proc.stdout) and " failed" not in proc.stdout
+
+
+def _pytest_child(args, **env):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *args],
+                          cwd=REPO, env=dict(os.environ, AGF_TEST_EXTENSIONS_DIR=extensions_dir(), **env),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+EDIT_AND_OVERRIDE = ("second_build or editing_one_formula or edited_op_kernel or duplicate_symbol")
+
+
+def test_the_edit_and_override_tests_pass_built_with_clang():
+    out = _pytest_child(["tests/scons/test_scons_example.py", "-k", EDIT_AND_OVERRIDE], AGF_TEST_CXX="clang++")
+    assert re.search(r"\b4 passed", out) and " failed" not in out and "skipped" not in out, out[-2000:]
+
+
+def test_the_edit_count_tests_pass_with_the_stand_in_named_clang():
+    out = _pytest_child(["tests/scons/test_scons_incremental.py", "-m", "not compile"], AGF_TEST_STANDIN="clang++")
+    assert re.search(r"\d+ passed", out) and " failed" not in out, out[-2000:]

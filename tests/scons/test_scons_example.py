@@ -38,7 +38,10 @@ N_F, N_K = len(FUNCTIONS), len(KERNELS)
 N_PY = len(python_bindings.sources(N_F))   # the Functions' Python binding TUs
 PY = f"Python bindings in {N_PY} TU{'s' if N_PY != 1 else ''}"
 # -O0: these tests are about what gets built, not how fast it runs.
-ARGS = ("-j2", "OPT=-O0", f"UNITY={BUCKETS}")
+# AGF_TEST_CXX=clang++: built with clang (tests/example/test_clang_example.py
+# runs the edit and override tests so).
+ARGS = ("-j2", "OPT=-O0", f"UNITY={BUCKETS}") + ((f"CXX={os.environ['AGF_TEST_CXX']}",)
+                                                 if os.environ.get("AGF_TEST_CXX") else ())
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +53,11 @@ def cache(tmp_path_factory):
 def cold(tmp_path_factory, cache):
     """(checkout, output of its cold `scons`)."""
     root = clone(tmp_path_factory.mktemp("example") / "checkout")
-    return root, scons(root, *ARGS, f"CACHEDIR={cache}").stdout
+    out = scons(root, *ARGS, f"CACHEDIR={cache}").stdout
+    if os.environ.get("AGF_TEST_CXX"):  # every object compiled by the compiler asked for
+        objects = [line for line in out.splitlines() if re.search(r" -o \S+\.os -c ", line)]
+        assert objects and all(line.split()[0] == os.environ["AGF_TEST_CXX"] for line in objects), objects[:2]
+    return root, out
 
 
 @pytest.fixture(scope="module")

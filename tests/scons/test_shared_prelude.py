@@ -15,18 +15,14 @@ import re
 
 import pytest
 
-from support.scons_helpers import FAKE_CXX, clone, compiled, scons
+from support.scons_helpers import clone, compiled, named_standin, scons
 
 TINY = os.path.join("tests", "fixtures", "tiny_ext")
 
 
 def fake(tmp_path, name):
     """The stand-in compiler under `name`."""
-    path = tmp_path / "bin" / name
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(f"#!/bin/sh\nexec {FAKE_CXX} \"$@\"\n")
-    path.chmod(0o755)
-    return str(path)
+    return named_standin(str(tmp_path / "bin"), name)
 
 
 def precompiles(out):

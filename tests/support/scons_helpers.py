@@ -14,8 +14,34 @@ from support.spec_facts import REPO
 # The stand-in compiler, a POSIX sh script (a Python one paid an interpreter
 # start, ~0.1 s, on each of the fast tier's ~500 calls)
 FAKE_CXX = f"sh {os.path.join(REPO, 'tests', 'support', 'fakecxx.sh')}"
+
+
+def named_standin(folder, name):
+    """The stand-in compiler under `name` (`g++`, `clang++`): the tool reads
+    the compiler's family, and with it the precompiled prelude's rules, off
+    its name."""
+    path = os.path.join(folder, name)
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\nexec {FAKE_CXX} \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def _tiny_cxx():
+    """The tiny extension's compiler: the stand-in, or with
+    AGF_TEST_STANDIN=clang++ (tests/example/test_clang_example.py runs the
+    edit-count tests so) the stand-in named as clang."""
+    name = os.environ.get("AGF_TEST_STANDIN")
+    if not name:
+        return FAKE_CXX
+    folder = tempfile.mkdtemp(prefix="standin-")
+    atexit.register(shutil.rmtree, folder, True)
+    return named_standin(folder, name)
+
+
 # `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
-TINY_ARGS = ("-j2", f"CXX={FAKE_CXX}", "EXAMPLE=tests/fixtures/tiny_ext")
+TINY_ARGS = ("-j2", f"CXX={_tiny_cxx()}", "EXAMPLE=tests/fixtures/tiny_ext")
 _SKIP = shutil.ignore_patterns(".git", "build", "build-*", "build_*", ".pytest_cache", "*.egg-info",
                                ".sconsign*", "compile_commands.json", ".benchmarks")
 
