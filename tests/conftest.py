@@ -97,6 +97,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "compile: the full tier: a real C++ compiler or a pip install into a new environment (deselect with -m \"not compile\")")
     config.addinivalue_line("markers", "slow: slow without compiling (deselect with -m \"not slow\")")
     config.addinivalue_line("markers", "cuda: nvcc and torch 2.14.1 in a second venv (select with -m cuda)")
+    # pytest-xdist's, set on every test (pytest_itemcollected): named here too for
+    # the runs without xdist (the cuda tier's venv)
+    config.addinivalue_line("markers", "xdist_group(name): the tests that one pytest-xdist worker runs together")
 
 
 @pytest.fixture(scope="session")
