@@ -72,7 +72,7 @@ class Result:
     bindings_rewritten: list[str] = field(default_factory=list)  # binding TUs whose bytes changed
     # op kernel -> its tensor inputs with no formula, checked at run time (check_no_requires_grad)
     unchecked: dict = field(default_factory=dict)
-    # A patch of libtorch's Functions (patch.py, Selection): what it defines and leaves out.
+    # A patch of libtorch's Functions (patch_selection.py, Selection): what it defines and leaves out.
     patch: Optional[object] = None
 
     @property
@@ -160,7 +160,7 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
             units = render.load(native_functions, derivatives, tags, kernels=request.opts.kernels, native_cache=cache)
             selection = None
             if request.opts.patch is not None:  # libtorch's own Functions: those the patch defines
-                from .patch import select
+                from .patch_selection import select
                 selection = select(units, request.opts.patch, out_dir)
                 units = selection.units
             request = dataclasses.replace(request, opts=with_default_namespace(request.opts, _op_namespaces(units)))

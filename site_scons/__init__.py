@@ -11,7 +11,7 @@ generator is `codegen/` beside it (`site_scons/codegen` links to it).
     autograd_scons.buildenv   the build environment and the machinery of builds started from Python
     autograd_scons.jit        load() and load_inline()
     autograd_scons.ship       new projects, wheels, the editable install
-    autograd_scons.patch      patch-torch / run-patched: edited formulas run in the installed torch
+    autograd_scons.torch_patch patch-torch / run-patched: edited formulas run in the installed torch
     autograd_scons.build_meta the PEP 517 backend;  autograd_scons.extension: a project's SConstruct API
 
 From an SConstruct outside any checkout:
@@ -37,6 +37,6 @@ def __getattr__(name):
         from autograd_scons.jit import loader
         return getattr(loader, name)
     if name in ("patched_functions", "PatchNotInEffect"):
-        from autograd_scons.patch import run
+        from autograd_scons.torch_patch import run
         return getattr(run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from autograd_scons.codegen import cli
-from autograd_scons.patch import cli as patch_cli
+from autograd_scons.torch_patch import commands as patch_commands
 from autograd_scons.ship import merge, new
 
 
@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     cli.add_commands(sub)
     new.add_command(sub)
     merge.add_command(sub)
-    patch_cli.add_commands(sub)
+    patch_commands.add_commands(sub)
     return cli.run(parser.parse_args(argv))
 
 

@@ -161,7 +161,7 @@ class _Op:
 
 def class_layout(info: DifferentiabilityInfo) -> tuple[str, list[tuple[str, str]]]:
     """(base class, [(member type, name)]) of the Function class of `info`:
-    what a patch must find libtorch's class declare (codegen/patch.py)."""
+    what a patch must find libtorch's class declare (codegen/patch_selection.py)."""
     o = _Op(info)
     return o.superclass, [(t, n) for t, n, _ in o.members()]
 

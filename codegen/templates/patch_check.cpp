@@ -24,7 +24,7 @@ std::string this_library() {
 
 // `torch::autograd::generated::<cls>` as the Itanium C++ ABI spells it in
 // a symbol (the tool checks, before compiling, that libtorch exports the
-// symbols spelled so: site_scons/patch/torch_library.py).
+// symbols spelled so: site_scons/torch_patch/torch_library.py).
 std::string nested_name(const std::string& cls) {
   return "N5torch8autograd9generated" + std::to_string(cls.size()) + cls;
 }
@@ -82,7 +82,7 @@ bool claim(const std::type_info& /*type*/, const char* qualified) {
 #pragma GCC visibility pop
 
 // What `autograd_scons.patched_functions()` reads through ctypes
-// (site_scons/patch/inspect.py): the classes this library defines, and
+// (site_scons/torch_patch/run.py): the classes this library defines, and
 // whether libtorch calls each one's definitions here.
 extern "C" __attribute__((visibility("default"))) size_t autograd_scons_patch_count() {
   return autograd_functions_load::patched().size();

@@ -6,8 +6,8 @@ generated Functions of the installed torch by those of edited specs
     result.library, result.patched, result.left_out, result.compiled
 
 The build is SCons's, through the environment every build uses
-(sconstruct.py here, run by buildenv.runner in `folder`), and the
-generator's incremental update in patch mode (codegen/patch.py chooses the
+(patch_sconstruct.py here, run by buildenv.runner in `folder`), and the
+generator's incremental update in patch mode (codegen/patch_selection.py chooses the
 Functions and refuses what cannot be patched, before anything compiles).
 What differs from load(): the classes are libtorch's own, so the specs
 default to torch's own copies, the folder is bound to the torch it was
@@ -35,15 +35,15 @@ from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, TORCH_MANUAL
 from autograd_scons.codegen.lock import BuildLock
 from autograd_scons.codegen.request import FunctionsRequest
 from autograd_scons.codegen.tree import PATCH_SUMMARY
-from autograd_scons.patch import torch_library
-from autograd_scons.patch.identity import PatchError, TORCH_RECORD, torch_identity
+from autograd_scons.torch_patch import torch_library
+from autograd_scons.torch_patch.identity import PatchError, TORCH_RECORD, torch_identity
 
 LIBRARY = "libautograd_torch_patch.so"
 SPEC = "patch_spec.json"
 STAMP = ".up_to_date.json"
 LABEL = "patch-torch"
 _FACTS = ".libtorch_facts.json"
-_SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sconstruct.py")
+_SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "patch_sconstruct.py")
 _UNDEFINED = re.compile(r"undefined reference to [`'](.+?)'")
 
 

@@ -22,8 +22,8 @@ import sys
 
 from autograd_scons.buildenv.published import read_own
 from autograd_scons.buildenv.torch_flags import _torch_dir
-from autograd_scons.patch.build import LIBRARY
-from autograd_scons.patch.identity import TORCH_RECORD, PatchError, torch_identity
+from autograd_scons.torch_patch.build import LIBRARY
+from autograd_scons.torch_patch.identity import TORCH_RECORD, PatchError, torch_identity
 
 
 class PatchNotInEffect(PatchError):

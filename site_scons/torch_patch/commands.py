@@ -33,8 +33,8 @@ def add_commands(sub) -> None:
 
 def _cmd_patch(args) -> int:
     from autograd_scons.codegen.lock import FolderError, LockTimeout
-    from autograd_scons.patch.build import patch_torch
-    from autograd_scons.patch.identity import PatchError
+    from autograd_scons.torch_patch.build import patch_torch
+    from autograd_scons.torch_patch.identity import PatchError
     try:
         result = patch_torch(args.out, native_functions=args.native_functions, tags=args.tags,
                              derivatives=args.derivatives, every=args.every, functions_manual=args.functions_manual,
@@ -53,8 +53,8 @@ def _cmd_patch(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from autograd_scons.patch.identity import PatchError
-    from autograd_scons.patch.run import run_patched
+    from autograd_scons.torch_patch.identity import PatchError
+    from autograd_scons.torch_patch.run import run_patched
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
         return run_patched(args.folder, command)

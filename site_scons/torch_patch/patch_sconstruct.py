@@ -1,9 +1,9 @@
-# SConstruct of `patch-torch` (autograd_scons.patch.build), run by
+# SConstruct of `patch-torch` (autograd_scons.torch_patch.build), run by
 # runner.run_scons as `scons -f <this file>` in the patch's folder: not a
 # module to import.  It reads the request (patch_spec.json there, written by
 # build.py) and builds through the environment every build uses
 # (buildenv/environment.py): the same tool, layout, precompiled prelude,
-# CacheDir and LAUNCHER.  The generator runs in patch mode (codegen/patch.py:
+# CacheDir and LAUNCHER.  The generator runs in patch mode (codegen/patch_selection.py:
 # which Functions, and the refusals, before anything compiles).
 # Outputs: gen/ (generated), src0/ (FunctionsManual.cpp's object, with
 # --functions-manual), obj/libautograd_torch_patch.so (build.py publishes a copy).
@@ -13,7 +13,7 @@ import os
 from autograd_scons.buildenv import environment, runner, stamp
 from autograd_scons.codegen.report import report
 from autograd_scons.codegen.request import FunctionsRequest
-from autograd_scons.patch.build import LIBRARY, SPEC
+from autograd_scons.torch_patch.build import LIBRARY, SPEC
 from autograd_scons.tool import report as tool_report
 
 DefaultEnvironment(tools=[])
@@ -41,7 +41,7 @@ lib = env.SharedLibrary(os.path.join("obj", LIBRARY), objects, SHLIBPREFIX="", S
 package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
 target = request.emit.patch
 stamp.record_inputs(lib, stamp.INPUTS,
-                     extra=[SPEC, os.path.join(package, "patch", "sconstruct.py"), target.functions_h]
+                     extra=[SPEC, os.path.join(package, "torch_patch", "patch_sconstruct.py"), target.functions_h]
                      + [p for p in (request.native_functions, request.derivatives, request.tags,
                                     *target.reference, spec["functions_manual"]) if p],
                      code_roots=[package])
