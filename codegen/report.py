@@ -43,7 +43,7 @@ def report(result: Result) -> str:
 
 
 def patch_part(selection) -> str:
-    """What a patch of libtorch's Functions defines and leaves out (patch.py)."""
+    """What a patch of libtorch's Functions defines and leaves out (patch_selection.py)."""
     text = f"patching {len(selection.units)} of libtorch's Functions ({len(selection.edited)} edited)"
     if selection.left_out:
         text += "; left out: " + ", ".join(f"{len(names)} {why}" for why, names in
