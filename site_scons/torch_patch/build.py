@@ -32,6 +32,7 @@ from autograd_scons.buildenv.prelude import extensions_root
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
 from autograd_scons.buildenv.published import publish, read_own, write_if_changed
 from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, TORCH_MANUAL_INCLUDES, PatchTarget
+from autograd_scons.codegen.libtorch_classes import read_classes
 from autograd_scons.codegen.lock import BuildLock
 from autograd_scons.codegen.request import FunctionsRequest
 from autograd_scons.codegen.tree import PATCH_SUMMARY
@@ -89,14 +90,25 @@ def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=Non
         if facts.symbolic:
             raise PatchError(f"{LABEL}: {torch_library.library_path(root)} is linked with -Bsymbolic: it "
                              "binds its own Functions to itself, so no other library can replace them")
-        target = PatchTarget(os.path.join(root, "include", "torch", "csrc", "autograd", "generated",
-                                          "Functions.h"), (torch_nf, torch_d, torch_tags),
-                             () if manual else facts.hidden_helpers, every, tuple(sorted(facts.bound_locally)))
+        functions_h = os.path.join(root, "include", "torch", "csrc", "autograd", "generated", "Functions.h")
+        target = PatchTarget(functions_h, (torch_nf, torch_d, torch_tags), () if manual else facts.hidden_helpers,
+                             every, _bound_locally(functions_h, facts))
         request = FunctionsRequest.of(specs[0], specs[2], tags=specs[1], namespace=LIBTORCH_NAMESPACE,
                                       includes=TORCH_MANUAL_INCLUDES, kernels=False, python=False,
                                       unity="auto", pch="auto", patch=target)
         spec = {"functions": request.to_json(), "functions_manual": manual}
         return _bring_up_to_date(folder, spec, identity, jobs or runner.default_jobs(), verbose, lock)
+
+
+def _bound_locally(functions_h: str, facts: torch_library.LibtorchFacts) -> tuple:
+    """The classes libtorch declares whose members a preloaded library
+    cannot replace (not exported, or bound to libtorch itself)."""
+    try:
+        with open(functions_h, encoding="utf-8") as f:
+            declared = read_classes(f.read())
+    except OSError as e:
+        raise PatchError(f"{LABEL}: {functions_h}: {e.strerror}: torch's headers are not installed") from None
+    return tuple(sorted(set(declared) - facts.replaceable))
 
 
 def _given(path, what: str) -> str:
