@@ -251,7 +251,7 @@ def _prepare_metadata(metadata_directory, config_settings=None):
     version = check_torch(data, project_build(".", config_settings).build)
     folder = f"{_dist(data)}.dist-info"
     os.makedirs(os.path.join(metadata_directory, folder), exist_ok=True)
-    with open(os.path.join(metadata_directory, folder, "METADATA"), "w") as f:
+    with open(os.path.join(metadata_directory, folder, "METADATA"), "w", encoding="utf-8") as f:
         f.write(metadata.metadata_text(data["project"], requires(data, version), "."))
     for name, text in _entry_points(data).items():
         with open(os.path.join(metadata_directory, folder, name), "w", encoding="utf-8") as f:

@@ -81,8 +81,9 @@ def _normalized(name: str) -> str:
 
 
 def _file_text(project: str, rel: str, key: str, path: str) -> str:
-    full = os.path.normpath(os.path.join(project, rel))
-    if os.path.isabs(rel) or not full.startswith(os.path.normpath(project) + os.sep) or os.path.islink(full):
+    root = os.path.abspath(project)   # (the hooks pass "."; normpath would drop its "./")
+    full = os.path.normpath(os.path.join(root, rel))
+    if os.path.isabs(rel) or not full.startswith(root + os.sep) or os.path.islink(full):
         raise BuildError(f"{path}: [project] {key} file {rel!r} is not a file inside the project")
     try:
         with open(full, encoding="utf-8") as f:
