@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Optional, Union
 
+from .errors import Error
 
-class SchemaError(ValueError):
+
+class SchemaError(Error, ValueError):
     """A `func:` string (or part of one) that is not valid schema syntax."""
 
 

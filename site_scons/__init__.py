@@ -18,10 +18,16 @@ From an SConstruct outside any checkout:
     import autograd_scons
     env.Tool("autograd_functions", toolpath=[autograd_scons.TOOLPATH])
 
-From Python: `from autograd_scons import load, load_inline`.
+From Python: `from autograd_scons import load, load_inline`.  Every error
+meant for a person to read derives from `autograd_scons.Error` (one line:
+what is wrong, where, what to do), load()'s `LoadError` among them.
 """
 
 import os
+
+from autograd_scons.codegen.errors import Error
+
+__all__ = ["Error", "LoadError", "TOOLPATH", "load", "load_inline"]
 
 # The folder holding the SCons tools (autograd_functions.py, ...): pass it as toolpath.
 TOOLPATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_tools")

@@ -27,7 +27,6 @@ namespace when nothing changed, else raises LoadError.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import keyword
@@ -37,6 +36,7 @@ import shlex
 import shutil
 
 from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
+from autograd_scons.codegen.errors import one_line_errors
 from autograd_scons.codegen.writer import write_atomic
 from autograd_scons.codegen.lock import BuildLock, FolderError, LockTimeout
 from autograd_scons.buildenv.prelude import extensions_root
@@ -47,23 +47,6 @@ SPEC = "load_spec.json"
 STAMP = ".up_to_date.json"
 _SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sconstruct.py")
 _loaded: dict = {}  # name -> _Loaded, for this process
-
-
-def _one_line_errors(fn):
-    """fn, whose own errors (one located line, the log's path) reach the
-    caller without the tool's frames or the exception they were raised
-    while handling: what went wrong is in the line, and the frames would
-    only bury it.  Any other exception (a bug) keeps its traceback."""
-    @functools.wraps(fn)
-    def entry(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (LoadError, runner.BuildError, LockTimeout, FolderError) as e:
-            # A bare `raise` adds no frame (Python >= 3.11 takes the
-            # traceback from the exception): the caller's frame is its first.
-            e.__traceback__, e.__cause__, e.__suppress_context__ = None, None, True
-            raise
-    return entry
 
 
 class _Loaded:
@@ -238,7 +221,7 @@ def _again(label, before, folder, key, stamp_path, timeout):
                     "to build and load the new one")
 
 
-@_one_line_errors
+@one_line_errors
 def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
          python=True, kernels=True, unity="auto", extra_cflags=None, extra_cuda_cflags=None,
          extra_ldflags=None, extra_include_paths=None, build_directory=None, verbose=False,
@@ -246,7 +229,7 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     """Build (when needed) and load the extension `name`; return
     `torch.ops.<its op namespace>`.  Raises LoadError (bad arguments),
     runner.BuildError (a failed build: first error, log path),
-    lock.LockTimeout, lock.FolderError.
+    lock.LockTimeout, lock.FolderError: each an `autograd_scons.Error`.
 
     `pch`: the precompiled prelude's policy, as at every entry point
     (docs/compile-layout.md): "auto" (default) for the edit TUs, and for a
@@ -264,7 +247,7 @@ def load(name, native_functions, derivatives, sources=(), *, tags=None, includes
     return _build_and_load(request, build_folder(name, build_directory), _root(build_directory), verbose, timeout)
 
 
-@_one_line_errors
+@one_line_errors
 def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), *, tags=None,
                 includes=(), namespace=None, python=True, kernels=True, unity="auto", extra_cflags=None,
                 extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,

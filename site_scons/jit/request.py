@@ -14,10 +14,11 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+from autograd_scons.codegen.errors import Error
 from autograd_scons.codegen.request import FunctionsRequest
 
 
-class LoadError(RuntimeError):
+class LoadError(Error, RuntimeError):
     """Bad arguments, or a library already loaded whose inputs changed (one line)."""
 
 

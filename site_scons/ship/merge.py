@@ -26,10 +26,11 @@ import sys
 import tempfile
 import zipfile
 
+from autograd_scons.codegen.errors import Error
 from autograd_scons.ship import platform_tag, torch_span, variant, wheel_files
 
 
-class MergeError(ValueError):
+class MergeError(Error, ValueError):
     """One line (`str()`)."""
 
 

@@ -14,12 +14,14 @@ merged wheel requires exactly the minors it carries (`requires_for`).
 
 import re
 
+from autograd_scons.codegen.errors import Error
+
 # The clauses this module reads itself: what `new`, build_meta and the
 # merge write, and what an author most likely writes by hand.
 _CLAUSE = re.compile(r"(>=|<=|<|>|==|!=)\s*(\d+(?:\.\d+)*)(\.\*)?")
 
 
-class BadSpan(ValueError):
+class BadSpan(Error, ValueError):
     """A specifier this module cannot read: one line (`str()`)."""
 
 
