@@ -38,7 +38,8 @@ import shutil
 from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
 from autograd_scons.codegen.errors import one_line_errors
 from autograd_scons.codegen.writer import write_atomic
-from autograd_scons.codegen.lock import BuildLock, FolderError, LockTimeout
+from autograd_scons.codegen.lock import BuildLock, FolderError
+from autograd_scons.codegen.native_functions import first_op_namespace
 from autograd_scons.buildenv.prelude import extensions_root
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
 from autograd_scons.jit.request import LoadError, LoadRequest, label as _label, words as _words
@@ -102,12 +103,6 @@ def _root(build_directory) -> str:
     return os.path.abspath(os.fspath(build_directory)) if build_directory is not None else extensions_root()
 
 
-def _op_namespace(native_functions: str) -> str:
-    with open(native_functions, encoding="utf-8", errors="replace") as f:
-        m = re.search(r"^\s*-?\s*func:\s*['\"]?(\w+)::", f.read(), re.M)
-    return m.group(1) if m else "aten"
-
-
 def _read(path: str):
     """The bytes of a file of ours (never through a link), or None."""
     try:
@@ -164,8 +159,10 @@ def _build_and_load(request, folder, root, verbose, timeout, inline=None):
             where = f" {e.filename}" if e.filename else ""
             raise FolderError(e.errno, f"{label}: cannot write{where}: {e.strerror}") from None
         digests = _digests(stamp_path)
+        # (read as the generator reads the file, which the build just accepted)
+        op_namespace = first_op_namespace(request.native_functions)
         torch.ops.load_library(library)
-    namespace = getattr(torch.ops, _op_namespace(request.native_functions))
+    namespace = getattr(torch.ops, op_namespace)
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace
 

@@ -161,6 +161,18 @@ def test_load_inline_from_strings(tmp_path):
     assert edited and "main.os" not in edited
 
 
+def test_the_namespace_returned_is_the_one_the_generator_parsed(tmp_path):
+    """A flow-style entry (`- {func: "flowops::twice(...)"}`) is valid yaml
+    that the generator parses: load() returns torch.ops.flowops, not
+    torch.ops.aten (issue 44, bug 3: a regex over the file's lines found no
+    `func:` there)."""
+    call = {"inline": True, "name": "flowops", "build_directory": str(tmp_path / "build"),
+            "native_functions": '- {func: "flowops::twice(Tensor self) -> Tensor", dispatch: {CPU: twice_cpu}}\n',
+            "derivatives": '- {name: "twice(Tensor self) -> Tensor", self: "grad * 2"}\n',
+            "cpp_sources": "// the stand-in compiles nothing\n"}
+    assert run(call, environ()).stdout.splitlines()[-1] == "LOADED torch.ops.flowops"
+
+
 def test_four_processes_at_once_one_builds(ext):
     call, env = ext
     procs = [start(call, env) for _ in range(4)]
