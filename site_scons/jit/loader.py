@@ -42,7 +42,10 @@ from autograd_scons.codegen.lock import BuildLock, FolderError
 from autograd_scons.codegen.native_functions import first_op_namespace
 from autograd_scons.buildenv.prelude import extensions_root
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
-from autograd_scons.jit.request import LoadError, LoadRequest, label as _label, words as _words
+from autograd_scons.jit.request import (LoadError, LoadOptions, LoadRequest, label as _label,
+                                        with_options_signature, words as _words)
+
+__all__ = ["LoadError", "load", "load_inline"]
 
 SPEC = "load_spec.json"
 STAMP = ".up_to_date.json"
@@ -77,7 +80,7 @@ def _file(path, what: str, name: str) -> str:
     return full
 
 
-def folder_key() -> str:
+def _folder_key() -> str:
     """`<python ABI>_torch<version>_<cpu|cuXY|rocmXY>_<compiler>`: two torch
     versions or builds, Pythons or compilers never share an object."""
     import torch
@@ -91,10 +94,10 @@ def folder_key() -> str:
     return f"{torch_flags.python_abi()}_torch{version}_{build}_{program}-{tag}"
 
 
-def build_folder(name: str, build_directory=None) -> str:
+def _build_folder(name: str, build_directory=None) -> str:
     if build_directory is not None:
         return os.path.abspath(os.fspath(build_directory))
-    return os.path.join(extensions_root(), name, folder_key())
+    return os.path.join(extensions_root(), name, _folder_key())
 
 
 def _root(build_directory) -> str:
@@ -218,44 +221,42 @@ def _again(label, before, folder, key, stamp_path, timeout):
                     "to build and load the new one")
 
 
+@with_options_signature
 @one_line_errors
-def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
-         python=True, kernels=True, unity="auto", extra_cflags=None, extra_cuda_cflags=None,
-         extra_ldflags=None, extra_include_paths=None, build_directory=None, verbose=False,
-         cuda="auto", pch="auto", timeout=None, cache_dir=None):
+def load(name, native_functions, derivatives, sources=(), **options):
     """Build (when needed) and load the extension `name`; return
     `torch.ops.<its op namespace>`.  Raises LoadError (bad arguments),
     runner.BuildError (a failed build: first error, log path),
     lock.LockTimeout, lock.FolderError: each an `autograd_scons.Error`.
+    The keywords (tags=, includes=, ..., cache_dir=) are LoadOptions'
+    (docs/load.md), shared with load_inline().
 
     `pch`: the precompiled prelude's policy, as at every entry point
     (docs/compile-layout.md): "auto" (default) for the edit TUs, and for a
     cold build's TUs only where enough of them take it to pay for the
     precompile (GCC and clang alike, each with its own threshold), shared
     per torch, compiler and flags.  True / False: every TU / none."""
+    o = LoadOptions.of("load", options)
     _check_name(name)
     request = LoadRequest.of(
         name, _file(native_functions, "native_functions", name), _file(derivatives, "derivatives", name),
         [_file(s, "source", name) for s in _words(sources, "sources", name)],
-        tags=_file(tags, "tags", name) if tags is not None else None, includes=includes, namespace=namespace,
-        python=python, kernels=kernels, unity=unity, pch=pch, extra_cflags=extra_cflags,
-        extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-        cuda=cuda, cache_dir=cache_dir)
-    return _build_and_load(request, build_folder(name, build_directory), _root(build_directory), verbose, timeout)
+        _file(o.tags, "tags", name) if o.tags is not None else None, o)
+    return _build_and_load(request, _build_folder(name, o.build_directory), _root(o.build_directory), o.verbose,
+                           o.timeout)
 
 
+@with_options_signature
 @one_line_errors
-def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), *, tags=None,
-                includes=(), namespace=None, python=True, kernels=True, unity="auto", extra_cflags=None,
-                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,
-                verbose=False, cuda="auto", pch="auto", timeout=None, cache_dir=None):
+def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), **options):
     """load() of texts: the yaml and the sources (a string or a list of
     strings each, joined into inline/main.cpp and inline/cuda.cu) are written
     into the build folder's inline/ only when they changed, so an unchanged
-    call is a no-op.  The other keywords are load()'s."""
+    call is a no-op.  The keywords are load()'s (`tags=`: a text here)."""
+    o = LoadOptions.of("load_inline", options)
     _check_name(name)
     texts = {"native_functions.yaml": ("native_functions", native_functions),
-             "derivatives.yaml": ("derivatives", derivatives), "tags.yaml": ("tags", tags),
+             "derivatives.yaml": ("derivatives", derivatives), "tags.yaml": ("tags", o.tags),
              "main.cpp": ("cpp_sources", cpp_sources), "cuda.cu": ("cuda_sources", cuda_sources)}
     inline = {}
     for file, (argument, text) in texts.items():
@@ -267,12 +268,8 @@ def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_source
             text = "\n".join(text)
         if text is not None and (text.strip() or not several):
             inline[f"inline/{file}"] = text
-    folder = build_folder(name, build_directory)
+    folder = _build_folder(name, o.build_directory)
     path = lambda file: os.path.join(folder, "inline", file) if f"inline/{file}" in inline else None  # noqa: E731
-    request = LoadRequest.of(
-        name, path("native_functions.yaml"), path("derivatives.yaml"),
-        [p for p in (path("main.cpp"), path("cuda.cu")) if p], tags=path("tags.yaml"), includes=includes,
-        namespace=namespace, python=python, kernels=kernels, unity=unity, pch=pch, extra_cflags=extra_cflags,
-        extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-        cuda=cuda, cache_dir=cache_dir)
-    return _build_and_load(request, folder, _root(build_directory), verbose, timeout, inline=inline)
+    request = LoadRequest.of(name, path("native_functions.yaml"), path("derivatives.yaml"),
+                             [p for p in (path("main.cpp"), path("cuda.cu")) if p], path("tags.yaml"), o)
+    return _build_and_load(request, folder, _root(o.build_directory), o.verbose, o.timeout, inline=inline)

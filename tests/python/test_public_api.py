@@ -128,3 +128,65 @@ def test_a_failed_load_shows_the_callers_frame_and_the_line_on_every_python(whic
     assert out["frames"] == expected, out["shown"]
     assert "During handling" not in out["shown"] and "KeyError" not in out["shown"], out["shown"]
     assert out["shown"].rstrip().endswith("Failed: load(myops): build failed: nf.yaml:3: entry 'x': bad")
+
+
+# What the docs name as each module's API (README.md, docs/load.md,
+# docs/embedding.md, docs/shipping.md): exactly its __all__.
+PUBLIC = {
+    "autograd_scons": {"Error", "LoadError", "TOOLPATH", "load", "load_inline"},
+    "autograd_scons.jit.loader": {"LoadError", "load", "load_inline"},
+    "autograd_scons.build_meta": {"build_wheel", "build_sdist", "build_editable", "get_requires_for_build_wheel",
+                                  "get_requires_for_build_sdist", "get_requires_for_build_editable",
+                                  "prepare_metadata_for_build_wheel", "prepare_metadata_for_build_editable"},
+    "autograd_scons.extension": {"Environment", "Package"},
+    "autograd_scons.buildenv.torch_flags": {"configure"},
+    "autograd_scons.buildenv.verified_cache": {"VerifiedCacheDir"},
+}
+# Modules whose every other function and class is a helper: named with an underscore.
+HELPERS_PRIVATE = ("autograd_scons.jit.loader", "autograd_scons.build_meta", "autograd_scons.extension")
+# The PEP 517 hooks are named by the standard, not by our docs.
+_STANDARD = {n for n in PUBLIC["autograd_scons.build_meta"]}
+
+
+def _docs_text():
+    text = ""
+    for page in [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md"))):
+        with open(page, encoding="utf-8") as f:
+            text += f.read()
+    return text
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_each_modules_all_is_what_the_docs_name(name):
+    import importlib
+    import inspect
+    module = importlib.import_module(name)
+    assert set(module.__all__) == PUBLIC[name]
+    assert all(getattr(module, n, None) is not None for n in module.__all__)
+    undocumented = sorted(n for n in PUBLIC[name] - _STANDARD if not re.search(rf"\b{n}\b", _docs_text()))
+    assert undocumented == [], f"{name}: public but named in no doc: {undocumented}"
+    if name in HELPERS_PRIVATE:
+        public_looking = sorted(n for n, v in vars(module).items()
+                                if not n.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
+                                and getattr(v, "__module__", None) == name and n not in module.__all__)
+        assert public_looking == [], f"{name}: helpers that look public (name them _...): {public_looking}"
+
+
+def test_load_and_load_inline_share_one_frozen_set_of_keywords():
+    import dataclasses
+    import inspect
+    from autograd_scons.jit.request import LoadOptions
+
+    def keywords(fn):
+        return [(p.name, p.default) for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    documented = ["tags", "includes", "namespace", "python", "kernels", "unity", "extra_cflags", "extra_cuda_cflags",
+                  "extra_ldflags", "extra_include_paths", "build_directory", "verbose", "cuda", "pch", "timeout",
+                  "cache_dir"]   # docs/load.md
+    assert [k for k, _ in keywords(autograd_scons.load)] == documented
+    assert keywords(autograd_scons.load) == keywords(autograd_scons.load_inline)
+    assert dict(keywords(autograd_scons.load))["pch"] == "auto" and dict(keywords(autograd_scons.load))["python"] is True
+    options = LoadOptions(pch=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.pch = False
+    with pytest.raises(TypeError, match=r"load_inline\(\) got an unexpected keyword argument 'pchh'"):
+        autograd_scons.load_inline("x", "", "", pchh=True)

@@ -90,7 +90,7 @@ def test_the_backend_checks_the_fields_before_writing(project, monkeypatch):
     with open(f"{project}/pyproject.toml", "w") as f:
         f.write('[project]\nname = "demo-ops"\nversion = "1.0"\ndynamic = ["readme"]\n')
     with pytest.raises(BuildError, match=r"\[project\] dynamic is not supported"):
-        build_meta.project_config(project)
+        build_meta._project_config(project)
 
 
 def test_metadata_is_utf8_whatever_the_locale(project, tmp_path):
@@ -108,7 +108,7 @@ def test_metadata_is_utf8_whatever_the_locale(project, tmp_path):
         f.write('[project]\nname = "demo-ops"\nversion = "1.0"\nreadme = "README.md"\n')
     out = tmp_path / "meta"
     code = ("import locale, sys\nfrom autograd_scons import build_meta\n"
-            "build_meta.check_torch = lambda data, cache_dir: '2.13.0'  # (no torch import: the write is checked)\n"
+            "build_meta._check_torch = lambda data, cache_dir: '2.13.0'  # (no torch import: the write is checked)\n"
             "print(locale.getpreferredencoding(False))\n"
             "print(build_meta.prepare_metadata_for_build_wheel(sys.argv[1]))\n")
     env = ship.environ(ship.this_checkout(tmp_path), LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
