@@ -28,7 +28,7 @@ from .support import call, render_support
 _FUNCTION_H = load("function.h")
 _FUNCTION_CPP = load("function.cpp")
 _SHOULD_COMPUTE = Template("task_should_compute_output({${name}_ix}),")
-_WILL_RELEASE = ["void will_release_variables() override {", "  retain_variables = false;", "}"]
+_WILL_RELEASE = load("function_will_release.h").lines()
 
 
 def op_infos(infos: Iterable[DifferentiabilityInfo],
