@@ -201,13 +201,13 @@ class BuildLock:
             data = os.pread(fd, 8192, 0)
         except OSError:
             return {}
-        first, _, top = data.partition(b"\n")
-        out = {}
+        first, _, rest = data.partition(b"\n")
+        out: dict = {}
         for word in first.decode("ascii", "replace").split():
             key, _, value = word.partition("=")
             if value.isdigit():
                 out[key] = int(value)
-        top = os.fsdecode(top.rstrip(b"\n"))
+        top = os.fsdecode(rest.rstrip(b"\n"))
         if out and os.path.isabs(top):
             out["top"] = top
         return out

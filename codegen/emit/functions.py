@@ -17,7 +17,7 @@ from ..errors import SpecError
 from .backward import backward_body
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, function_file, include
 from ..templates import Template, load
-from .lines import INCLUDE, number_back, render_lines
+from .lines import INCLUDE, number_back
 from .load_check import render_load_check
 from .options import EmitOptions
 from .prelude import render_preludes

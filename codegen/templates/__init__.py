@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Optional, Sequence, Union
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
 SUFFIXES = (".h", ".cpp")
@@ -63,7 +63,7 @@ class Template:
         if fixed:
             self._parts.append(("fixed", "\n".join(fixed)))
 
-    def substitute(self, values: Mapping[str, Value] = (), **more: Value) -> str:
+    def substitute(self, values: Optional[Mapping[str, Value]] = None, **more: Value) -> str:
         env = {**values, **more} if values else more
         out: list[str] = []
         for part in self._parts:
@@ -83,7 +83,7 @@ class Template:
                 out.append("".join(buf))
         return "\n".join(out)
 
-    def lines(self, values: Mapping[str, Value] = (), **more: Value) -> list[str]:
+    def lines(self, values: Optional[Mapping[str, Value]] = None, **more: Value) -> list[str]:
         """The text as lines, for a list hole of another template: those of
         the text without its final newline."""
         text = self.substitute(values, **more)

@@ -136,7 +136,8 @@ class LoadRequest:
     def from_spec(cls, data: dict) -> "LoadRequest":
         data = dict(data)
         functions = FunctionsRequest.from_json(data.pop("functions"))
-        return cls(functions=functions, **{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        rest: dict = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(functions=functions, **rest)
 
     def variables(self) -> dict:
         """environment.py's variables for this request (scons -h names them):

@@ -133,7 +133,7 @@ def _field(name: str, text: str) -> str:
     return "\n".join([f"{name}: {lines[0]}"] + [f"        {line}" for line in lines[1:]])
 
 
-def _people(people) -> list[str]:
+def _people(people) -> tuple[list[str], list[str]]:
     named = [p["name"] for p in people if "email" not in p]
     emails = [f"{p['name']} <{p['email']}>" if "name" in p else p["email"] for p in people if "email" in p]
     return ([", ".join(named)] if named else []), ([", ".join(emails)] if emails else [])

@@ -40,7 +40,7 @@ _TEXT = f"""{BANNER}
 #include "{PRELUDE_IMPL_H}"
 """
 # output folder -> the formula helpers it was generated with (functions._generate)
-INCLUDES = {}
+INCLUDES: dict = {}
 
 
 def never_run(target, source, env):

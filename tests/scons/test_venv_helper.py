@@ -10,7 +10,6 @@ Run under the Python in use: one site folder of this interpreter is a
 folder the test makes, holding a module no other interpreter has (what a
 package installed in the outer venv only is), beside the real ones."""
 
-import os
 import site
 import subprocess
 
