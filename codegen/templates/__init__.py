@@ -13,7 +13,7 @@ empty lines stay empty, and an empty list removes the line.
 Nothing else is special, so braces and quotes are C++'s own.  Emitters
 compute only what fills the holes; every fixed line lives in a file here,
 which can be read, diffed and formatted as C++.  The files are package data
-(setup.cfg) and part of the generator's version (keys.py): editing one
+(setup.py) and part of the generator's version (keys.py): editing one
 regenerates every unit.
 """
 

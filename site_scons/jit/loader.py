@@ -7,7 +7,7 @@ does, and load it: `from autograd_scons import load, load_inline`.
                extra_include_paths=["specs/include"], includes=["myops/backward_helpers.h"])
     ops.bmul(a, b)                       # torch.ops.myops
 
-The build is the one `scons` runs: load_sconstruct.py, an SConstruct on the
+The build is the one `scons` runs: jit/sconstruct.py, an SConstruct on the
 environment of environment.py, run by runner.run_scons in the build
 folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
 `/<name>/<python ABI>_torch<version>_<cpu|cuXY>_<compiler>/` (or

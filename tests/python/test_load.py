@@ -1,4 +1,4 @@
-"""load() and load_inline() (site_scons/loader.py) with the stand-in
+"""load() and load_inline() (site_scons/jit/loader.py) with the stand-in
 compiler (tests/support/fakecxx.sh): what each fresh process compiles, compared
 with what `scons` compiles for the same edit; the lock across processes
 (four at once, one builds; a killed builder never blocks or poisons the

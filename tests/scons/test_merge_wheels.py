@@ -8,7 +8,7 @@ differing Python files or a repeated variant as one error line with
 nothing written, the same bytes from a second merge, and the package's
 loader: which variant it picks for the running torch (its
 torch.ops.load_library replaced by a print), and the one-line ImportError
-when none fits.  auditwheel's tag: tests/scons/test_merge_compile.py."""
+when none fits; auditwheel's tag on the stand-in's library."""
 
 import base64
 import hashlib
