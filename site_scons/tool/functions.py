@@ -75,7 +75,7 @@ def _fail(message):
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
 _TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override,
-                                                 pch, pch.prelude, report)]
+                                                 pch, pch.pch_compilers, report)]
 
 
 def _no_duplicate(node):
