@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import os
 import sys
 
@@ -42,7 +43,8 @@ def _modules() -> dict[str, str]:
     return found
 
 
-def _imported_names(name: str, path: str) -> list[str]:
+@functools.lru_cache(maxsize=None)   # (the cycle and layer checks read each module once)
+def _imported_names(name: str, path: str) -> tuple[str, ...]:
     """Every module name `name` (at `path`) imports, absolute, as written
     (relative imports resolved; `from a import b` as `a.b`)."""
     with open(path, encoding="utf-8") as f:
@@ -62,7 +64,7 @@ def _imported_names(name: str, path: str) -> list[str]:
             else:
                 base = node.module or ""
             wanted += [f"{base}.{a.name}" for a in node.names]
-    return wanted
+    return tuple(wanted)
 
 
 def _type_checking_only(tree: ast.AST) -> set[int]:

@@ -144,33 +144,34 @@ def test_an_edit_recompiles_what_scons_would(ext, tmp_path, what):
         assert compiled(again) == ["edited_0.os"] and not precompiles(again)
 
 
+def _flow_style(text):
+    """The same yaml list with each entry a flow mapping on its line (`- {func: ...}`)."""
+    import yaml
+    return "".join("- " + yaml.safe_dump(e, default_flow_style=True, width=10**6).strip() + "\n"
+                   for e in yaml.safe_load(text))
+
+
 def test_load_inline_from_strings(tmp_path):
+    """The example's native functions in flow style: valid yaml the generator
+    parses, so load() returns torch.ops.myops (issue 44, bug 3: a regex over
+    the lines found no `func:` there and returned torch.ops.aten)."""
     specs = example(tmp_path / "specs")
     texts = {k: open(specs[k]).read() for k in ("native_functions", "derivatives")}
+    texts["native_functions"] = _flow_style(texts["native_functions"])
+    assert texts["native_functions"].startswith("- {")
     kernels = open(specs["sources"][0]).read()
     call = {"inline": True, "name": "myops", **texts, "cpp_sources": kernels,
             "extra_include_paths": specs["extra_include_paths"], "includes": specs["includes"],
             "build_directory": str(tmp_path / "build"), "verbose": True}
     out = run(call, environ()).stdout
-    assert sorted(compiled(out)) == ["bindings_0.os", "bucket_0.os", "main.os"] and "LOADED torch.ops.myops" in out
+    assert sorted(compiled(out)) == ["bindings_0.os", "bucket_0.os", "main.os"]
+    assert out.splitlines()[-1] == "LOADED torch.ops.myops"
     written = os.path.join(tmp_path, "build", "inline", "derivatives.yaml")
     mtime = os.stat(written).st_mtime_ns
     assert compiled(run(call, environ()).stdout) == [] and os.stat(written).st_mtime_ns == mtime
     call["derivatives"] = texts["derivatives"].replace(*FORMULA)   # an edit of the text: its Function recompiles
     edited = compiled(run(call, environ()).stdout)
     assert edited and "main.os" not in edited
-
-
-def test_the_namespace_returned_is_the_one_the_generator_parsed(tmp_path):
-    """A flow-style entry (`- {func: "flowops::twice(...)"}`) is valid yaml
-    that the generator parses: load() returns torch.ops.flowops, not
-    torch.ops.aten (issue 44, bug 3: a regex over the file's lines found no
-    `func:` there)."""
-    call = {"inline": True, "name": "flowops", "build_directory": str(tmp_path / "build"),
-            "native_functions": '- {func: "flowops::twice(Tensor self) -> Tensor", dispatch: {CPU: twice_cpu}}\n',
-            "derivatives": '- {name: "twice(Tensor self) -> Tensor", self: "grad * 2"}\n',
-            "cpp_sources": "// the stand-in compiles nothing\n"}
-    assert run(call, environ()).stdout.splitlines()[-1] == "LOADED torch.ops.flowops"
 
 
 def test_four_processes_at_once_one_builds(ext):
