@@ -26,7 +26,7 @@ from .emit.options import EmitOptions, with_default_namespace
 from .errors import SpecError
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
-from .tree import (MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, TranslationUnit, TUKind, bucket_file, bucket_index,
+from .tree import (MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind, bucket_file, bucket_index,
                    translation_unit)
 from .unity_files import included, included_by_members, render_buckets, render_edit_tus, translation_units
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
@@ -72,6 +72,8 @@ class Result:
     bindings_rewritten: list[str] = field(default_factory=list)  # binding TUs whose bytes changed
     # op kernel -> its tensor inputs with no formula, checked at run time (check_no_requires_grad)
     unchecked: dict = field(default_factory=dict)
+    # A patch of libtorch's Functions (patch_selection.py, Selection): what it defines and leaves out.
+    patch: Optional[object] = None
 
     @property
     def sources(self) -> list[str]:
@@ -156,11 +158,19 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
         # faster than the specs: ~15% of its time at 8x).
         with gc_paused():
             units = render.load(native_functions, derivatives, tags, kernels=request.opts.kernels, native_cache=cache)
+            selection = None
+            if request.opts.patch is not None:  # libtorch's own Functions: those the patch defines
+                from .patch_selection import select
+                selection = select(units, request.opts.patch, out_dir)
+                units = selection.units
             request = dataclasses.replace(request, opts=with_default_namespace(request.opts, _op_namespaces(units)))
             options = _options(requested, request.opts)
             keys = [unit_key(u, options, generator) for u in units]
             state = _State(out_dir, old, dirty, options, generator, warning)
             files, owner, result = state.render(units, keys, request, render)
+            if selection is not None:
+                result.patch = selection
+                files[PATCH_SUMMARY], owner[PATCH_SUMMARY] = selection.summary(), ""
         if request.dry_run:
             return result
         discard_manifest(mpath)

@@ -34,10 +34,21 @@ def report(result: Result) -> str:
     if result.unchecked:
         shown = ", ".join(f"{u} ({', '.join(a)})" for u, a in sorted(result.unchecked.items()))
         parts.append(f"inputs with no formula, refused at run time if they require grad: {shown}")
+    if result.patch is not None:
+        parts.append(patch_part(result.patch))
     rendered = len([u for u in result.reasons if u not in result.removed])
     if rendered > a:
         parts.append(f"{rendered - a} re-rendered identical, left untouched")
     return head + "; " + ("; ".join(parts) if parts else "specs changed, no unit affected")
+
+
+def patch_part(selection) -> str:
+    """What a patch of libtorch's Functions defines and leaves out (patch_selection.py)."""
+    text = f"patching {len(selection.units)} of libtorch's Functions ({len(selection.edited)} edited)"
+    if selection.left_out:
+        text += "; left out: " + ", ".join(f"{len(names)} {why}" for why, names in
+                                           sorted(selection.left_out.items(), key=lambda kv: -len(kv[1])))
+    return text
 
 
 def layout_line(result: Result) -> str:

@@ -13,11 +13,12 @@ same meaning.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .emit.options import EmitOptions, parse_python
+from .emit.options import EmitOptions, PatchTarget, parse_python
 from .layout import AUTO, parse_unity, prelude_pays
 from .tree import TUKind
 
@@ -75,14 +76,18 @@ class FunctionsRequest:
 
     @classmethod
     def of(cls, native_functions, derivatives, *, tags=None, namespace=None, unity=AUTO,
-           includes=(), pch=False, kernels=True, python=True) -> "FunctionsRequest":
+           includes=(), pch=False, kernels=True, python=True, patch=None) -> "FunctionsRequest":
         """The request from keywords as the user gives them (strings from a
         command line included).  Raises ValueError naming the bad value;
         an unknown keyword is Python's TypeError."""
         if isinstance(includes, str):
             includes = [includes]
+        if isinstance(patch, dict):  # (from_json)
+            patch = PatchTarget(patch["functions_h"], tuple(patch["reference"]),
+                                tuple(patch["hidden_helpers"]), bool(patch["every"]),
+                                tuple(patch["bound_locally"]))
         emit = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
-                           kernels=bool(kernels), python=parse_python(python))
+                           kernels=bool(kernels), python=parse_python(python), patch=patch)
         return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch))
 
     def to_json(self) -> dict:
@@ -90,7 +95,8 @@ class FunctionsRequest:
         return {"native_functions": self.native_functions, "derivatives": self.derivatives,
                 "tags": self.tags, "namespace": self.emit.namespace, "includes": list(self.emit.includes),
                 "kernels": self.emit.kernels, "python": self.emit.python,
-                "unity": AUTO if self.unity is None else self.unity, "pch": self.pch.value}
+                "unity": AUTO if self.unity is None else self.unity, "pch": self.pch.value,
+                "patch": dataclasses.asdict(self.emit.patch) if self.emit.patch else None}
 
     @classmethod
     def from_json(cls, data: dict) -> "FunctionsRequest":

@@ -10,7 +10,9 @@ which folders it owns.  Nothing else spells a path of the output folder.
     ops/<ns>_<op>.h, .cpp       one op's registration and Autograd kernel
     unity/bucket_<i>.cpp        unity buckets; unity/edited_<j>.cpp: edit TUs (layout.py)
     python/bindings.h, python/bindings_<k>.cpp   Python bindings (emit/python_bindings.py)
+    patch.json                  a patch of libtorch's Functions: what it patches, what it leaves out (patch_selection.py)
     .autograd_manifest, .autograd_native_cache, .autograd_lock   the generator's state
+    .autograd_patch_reference   a patch's digests of torch's own Functions (patch_selection.py)
 
 The owned folders hold nothing but generated files: a file there that the
 manifest does not list is reported (foreign), never deleted.
@@ -46,7 +48,10 @@ BINDINGS_H = f"{PYTHON}/bindings.h"
 # The SCons tool's precompiled-prelude wrapper (site_scons/tool/pch.py).
 PCH_HEADER = "prelude_pch.h"
 
+PATCH_SUMMARY = "patch.json"
+
 MANIFEST = ".autograd_manifest"
+PATCH_REFERENCE = ".autograd_patch_reference"
 NATIVE_CACHE = ".autograd_native_cache"
 LOCK = ".autograd_lock"
 

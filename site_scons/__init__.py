@@ -11,6 +11,7 @@ generator is `codegen/` beside it (`site_scons/codegen` links to it).
     autograd_scons.buildenv   the build environment and the machinery of builds started from Python
     autograd_scons.jit        load() and load_inline()
     autograd_scons.ship       new projects, wheels, the editable install
+    autograd_scons.torch_patch patch-torch / run-patched: edited formulas run in the installed torch
     autograd_scons.build_meta the PEP 517 backend;  autograd_scons.extension: a project's SConstruct API
 
 From an SConstruct outside any checkout:
@@ -18,16 +19,18 @@ From an SConstruct outside any checkout:
     import autograd_scons
     env.Tool("autograd_functions", toolpath=[autograd_scons.TOOLPATH])
 
-From Python: `from autograd_scons import load, load_inline`.  Every error
-meant for a person to read derives from `autograd_scons.Error` (one line:
-what is wrong, where, what to do), load()'s `LoadError` among them.
+From Python: `from autograd_scons import load, load_inline`, and
+`autograd_scons.patched_functions()` (which of torch's own Functions a patch
+replaces in this process).  Every error meant for a person to read derives
+from `autograd_scons.Error` (one line: what is wrong, where, what to do),
+load()'s `LoadError` among them.
 """
 
 import os
 
 from autograd_scons.codegen.errors import Error
 
-__all__ = ["Error", "LoadError", "TOOLPATH", "load", "load_inline"]
+__all__ = ["Error", "LoadError", "PatchNotInEffect", "TOOLPATH", "load", "load_inline", "patched_functions"]
 
 # The folder holding the SCons tools (autograd_functions.py, ...): pass it as toolpath.
 TOOLPATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_tools")
@@ -39,4 +42,7 @@ def __getattr__(name):
     if name in ("load", "load_inline", "LoadError"):
         from autograd_scons.jit import loader
         return getattr(loader, name)
+    if name in ("patched_functions", "PatchNotInEffect"):
+        from autograd_scons.torch_patch import run
+        return getattr(run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,11 +37,11 @@ import shutil
 
 from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
 from autograd_scons.codegen.errors import one_line_errors
-from autograd_scons.codegen.writer import write_atomic
 from autograd_scons.codegen.lock import BuildLock, FolderError
 from autograd_scons.codegen.native_functions import first_op_namespace
 from autograd_scons.buildenv.prelude import extensions_root
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
+from autograd_scons.buildenv.published import publish as _publish, write_if_changed as _write_if_changed
 from autograd_scons.jit.request import (LoadError, LoadOptions, LoadRequest, label as _label,
                                         with_options_signature, words as _words)
 
@@ -104,36 +104,6 @@ def _root(build_directory) -> str:
     """The folder whose ownership is checked, with every folder below it
     (private_folder): the user's own build_directory=, else the cache's root."""
     return os.path.abspath(os.fspath(build_directory)) if build_directory is not None else extensions_root()
-
-
-def _read(path: str):
-    """The bytes of a file of ours (never through a link), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        return f.read()
-
-
-def _write_if_changed(path: str, text: str) -> None:
-    data = text.encode("utf-8")
-    if _read(path) != data:
-        write_atomic(path, data, 0o600)
-
-
-def _publish(linked: str, library: str) -> None:
-    """A copy of the finished link, renamed into place: a process loading
-    `library` sees the old file or the new one, never a half-written one,
-    and a later link writing obj/ in place never changes the published file
-    (a hard link would share its bytes).  A link that never finished left
-    no `linked`: the SConstruct's database vouches for what is there
-    (unfinished_build)."""
-    data = _read(linked)
-    if data is None:
-        raise FileNotFoundError(2, "the link left no library", linked)
-    if _read(library) != data:
-        write_atomic(library, data, 0o700)
 
 
 def _build_and_load(request, folder, root, verbose, timeout, inline=None):

@@ -89,6 +89,7 @@ EXTERNAL_PY = {
     "gen_autograd_functions.py",   # torchgen's, the reference
     "api.py",                      # enscons's, the backend compared with (docs/shipping.md)
     "_myops_editable.py",          # what the editable install writes into site-packages
+    "train.py", "test_my_op.py",   # a user's programs, in examples of run-patched
 }
 
 

@@ -186,14 +186,18 @@ LAYERS = [
                                        "autograd_scons.tool.report"], ()),
     ("autograd_scons.jit*", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ("SCons",)),
     ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", *_SHARED], ("SCons",)),
+    ("autograd_scons.torch_patch.patch_sconstruct", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*",
+                                                     "autograd_scons.codegen*", "autograd_scons.tool.report"], ()),
+    ("autograd_scons.torch_patch*", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*", "autograd_scons.codegen*"],
+     ("SCons",)),
     # the PEP 517 backend, on shipping; a project's SConstruct API, on the build environment
     ("autograd_scons.build_meta", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.extension",
                                    *_SHARED], ("SCons",)),
     ("autograd_scons.extension", ["autograd_scons", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ()),
-    ("autograd_scons.__main__", ["autograd_scons.codegen*", "autograd_scons.ship*"], ()),
+    ("autograd_scons.__main__", ["autograd_scons.codegen*", "autograd_scons.ship*", "autograd_scons.torch_patch*"], ()),
     ("autograd_scons.site_tools.*", ["autograd_scons.tool*"], ()),
     ("autograd_scons.site_init", [], ()),
-    ("autograd_scons", ["autograd_scons.codegen.errors", "autograd_scons.jit*"], ()),
+    ("autograd_scons", ["autograd_scons.codegen.errors", "autograd_scons.jit*", "autograd_scons.torch_patch.run"], ()),
 ]
 
 

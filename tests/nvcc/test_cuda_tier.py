@@ -8,8 +8,9 @@ One build for two architectures, then checks of that build: the objects
 hold SASS for each, the library loads with CUDA kernels registered, the
 example's full checks (gradcheck, opcheck, torch.compile, forward AD, and
 tests/nvcc/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
-torch 2.14.1, and so does the differential suite
-(tests/python/test_aten_differential.py, on CPU tensors).  A second clone sharing the CacheDir: all hits, then an
+torch 2.14.1, and so do the differential suite
+(tests/python/test_aten_differential.py, on CPU tensors) and the proof of
+torch's own Functions patched into torch 2.14.1 (tests/torch_patch/test_patch_opinfo.py).  A second clone sharing the CacheDir: all hits, then an
 architecture change recompiles the `.cu` object only, and a `dispatch:
 CUDA:` kernel that no source defines fails the load naming it."""
 
@@ -37,6 +38,7 @@ CU_OBJECT = os.path.join("build", "example", "csrc", "kernels_cuda.os")
 LIBRARY = os.path.join("build", "example", "myops_ext.so")
 CHECKS = ["tests/nvcc/test_cuda_kernels.py", "tests/example/test_extension_pt2.py", "tests/example/test_forward_ad.py"]
 DIFFERENTIAL = "tests/python/test_aten_differential.py"
+PATCH_PROOF = "tests/torch_patch/test_patch_opinfo.py"
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +136,13 @@ def test_the_differential_suite_agrees_under_torch_2_14(venv, tmp_path):
     out = pytest_in_venv(venv, clone(tmp_path / "diff", torch_facts=False), [DIFFERENTIAL])
     [(pairs, agree)] = set(re.findall(r"^(\d+) scenario pairs, (\d+) agree$", out, re.M))
     assert int(pairs) > 0 and agree == pairs, out[-3000:]
+
+
+def test_torchs_own_functions_patched_agree_under_torch_2_14(venv, tmp_path):
+    """`patch-torch --all` of torch 2.14.1's own specs, proven on its OpInfo
+    samples (on CPU tensors) as under 2.13: byte-identical gradients."""
+    out = pytest_in_venv(venv, clone(tmp_path / "patch", torch_facts=False), [PATCH_PROOF, "-s"])
+    assert re.search(r"^\d+ ops, \d+ samples, (\d+) gradients compared, \1 equal; ", out, re.M), out[-3000:]
 
 
 def test_a_second_clone_hits_the_cache_and_an_arch_change_recompiles_the_cu_only(first, venv, tmp_path):

@@ -24,7 +24,7 @@ FORMER_BASES = {
     "SpecError": Exception, "SchemaError": ValueError, "WeakenError": Exception, "FolderError": OSError,
     "LockTimeout": TimeoutError, "BuildError": RuntimeError, "CudaConfigError": ValueError,
     "LoadError": RuntimeError, "MergeError": ValueError, "TagError": ValueError, "UnsafePath": ValueError,
-    "BadSpan": ValueError,
+    "BadSpan": ValueError, "PatchError": RuntimeError, "PatchNotInEffect": RuntimeError, "ElfError": ValueError,
 }
 
 # Imports every module of the package (not jit/sconstruct.py, an SConstruct)
@@ -133,7 +133,7 @@ def test_a_failed_load_shows_the_callers_frame_and_the_line_on_every_python(whic
 # What the docs name as each module's API (README.md, docs/load.md,
 # docs/embedding.md, docs/shipping.md): exactly its __all__.
 PUBLIC = {
-    "autograd_scons": {"Error", "LoadError", "TOOLPATH", "load", "load_inline"},
+    "autograd_scons": {"Error", "LoadError", "PatchNotInEffect", "TOOLPATH", "load", "load_inline", "patched_functions"},
     "autograd_scons.jit.loader": {"LoadError", "load", "load_inline"},
     "autograd_scons.build_meta": {"build_wheel", "build_sdist", "build_editable", "get_requires_for_build_wheel",
                                   "get_requires_for_build_sdist", "get_requires_for_build_editable",
