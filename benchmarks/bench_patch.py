@@ -40,6 +40,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 from _common import machine, spec_paths, summarize, torchgen_cmd  # noqa: E402
+from rebuild_floors import without_prelude  # noqa: E402
 
 SIN = "- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj()\n"
 GRADCHECK = ("import torch; x = torch.rand(8, dtype=torch.float64, requires_grad=True); "
@@ -70,15 +71,7 @@ def compile_command(folder: str) -> list[str]:
     without the precompiled prelude."""
     with open(os.path.join(folder, "build.log")) as f:
         line = next(x for x in f if " -o gen/unity/bucket_0.os " in x)
-    words, out, skip = shlex.split(line), [], False
-    for w in words:
-        if skip:
-            skip = False
-        elif w in ("-include", "-include-pch"):
-            skip = True
-        elif w != "-Winvalid-pch":
-            out.append(w)
-    return out
+    return without_prelude(shlex.split(line))
 
 
 def alone(cmd: list[str], source: str, obj: str, includes=()) -> list[str]:

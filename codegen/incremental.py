@@ -26,8 +26,8 @@ from .emit.options import EmitOptions, with_default_namespace
 from .errors import SpecError
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
-from .tree import (MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind, bucket_file, bucket_index,
-                   translation_unit)
+from .tree import (MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind, bucket_file,
+                   bucket_index, translation_unit)
 from .unity_files import included, included_by_members, render_buckets, render_edit_tus, translation_units
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
 from .native_cache import NativeCache

@@ -10,7 +10,7 @@ which folders it owns.  Nothing else spells a path of the output folder.
     ops/<ns>_<op>.h, .cpp       one op's registration and Autograd kernel
     unity/bucket_<i>.cpp        unity buckets; unity/edited_<j>.cpp: edit TUs (layout.py)
     python/bindings.h, python/bindings_<k>.cpp   Python bindings (emit/python_bindings.py)
-    patch.json                  a patch of libtorch's Functions: what it patches, what it leaves out (patch_selection.py)
+    patch.json                  a patch of libtorch's Functions: what it patches and leaves out (patch_selection.py)
     .autograd_manifest, .autograd_native_cache, .autograd_lock   the generator's state
     .autograd_patch_reference   a patch's digests of torch's own Functions (patch_selection.py)
 

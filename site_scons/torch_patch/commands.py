@@ -43,8 +43,8 @@ def _cmd_patch(args) -> int:
         print(str(e).splitlines()[0], file=sys.stderr)
         return 2
     state = "up to date" if result.up_to_date else f"{len(result.compiled)} compiled"
-    edited = f" ({len(result.edited)} edited: {', '.join(result.edited[:5])}{', ...' if len(result.edited) > 5 else ''})" \
-        if result.edited else " (none edited)"
+    shown = ", ".join(result.edited[:5]) + (", ..." if len(result.edited) > 5 else "")
+    edited = f" ({len(result.edited)} edited: {shown})" if result.edited else " (none edited)"
     print(f"patch-torch: {result.library}: {len(result.patched)} Functions{edited}; {state}")
     for why, names in sorted(result.left_out.items(), key=lambda kv: -len(kv[1])):
         print(f"patch-torch: left out {len(names)}: {why} (e.g. {', '.join(names[:3])})")

@@ -169,3 +169,21 @@ def test_a_torch_binding_its_functions_to_itself_or_no_elf_is_refused(tmp_path, 
     with pytest.raises(PatchError, match="needs ELF symbol interposition .* not available on darwin"):
         build.patch_torch(tmp_path / "out2")
     assert not os.path.exists(tmp_path / "out2")
+
+
+def test_a_killed_patch_build_leaves_no_patch_and_the_next_one_right(tmp_path):
+    import signal
+    out, env, tmp = built(tmp_path)
+    specs = edited_specs(tmp, SIN)
+    proc = subprocess.Popen([sys.executable, "-m", "autograd_scons", "patch-torch", "-o", str(out), "--derivatives",
+                             specs], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    for line in proc.stdout:   # killed as the compile starts
+        if "compiling with" in line:
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait()
+    assert leftovers(out) == []   # no patch to run with while the build is unfinished
+    again = patch_torch(env, out, "--derivatives", specs)
+    assert again.returncode == 0, again.stderr
+    run = run_patched(env, out, RATIOS)
+    assert run.stdout.split("\n")[0] == "[3.0, 1.0] ['ForeachSinBackward0', 'SinBackward0']", run.stderr
