@@ -199,7 +199,7 @@ def scons(cwd: str, *args: str, check: bool = True, prelude: str = "", settle: f
     """`scons -Q --debug=time ARGS` in cwd (AUTOGRAD_* variables of ours
     unset), timed as timed() times a command."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
-    # The shared precompiled prelude of this run's builds (buildenv/prelude.py):
+    # The shared precompiled prelude of this run's builds (tool/pch_compilers.py):
     # built once, by the first build that needs it, as on a user's machine.
     env["AUTOGRAD_EXTENSIONS_DIR"] = extensions_dir()
     os.sync()
@@ -237,7 +237,7 @@ class Wrapper:
     def __init__(self, work: str, cxx: str = "g++"):
         os.makedirs(os.path.join(work, "bin"), exist_ok=True)
         with open(os.path.join(REPO, "benchmarks", "_cxxwrap.py")) as f:
-            # Named as the compiler: the tool reads GCC or clang off the name (buildenv/prelude.py).
+            # Named as the compiler: the tool reads GCC or clang off the name (tool/pch_compilers.py).
             self.path = python_executable_script(os.path.join(work, "bin", os.path.basename(cxx.split()[0])),
                                                  f.read())
         self.log = os.path.join(work, "cxx.log")

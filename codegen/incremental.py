@@ -102,7 +102,7 @@ def default_renderer() -> Renderer:
 
 
 def _input_digests(native_functions: str, derivatives: str, tags: Optional[str]) -> dict:
-    out = {}
+    out: dict = {}
     for role, path in (("native_functions", native_functions), ("derivatives", derivatives),
                        ("tags", tags)):
         if path is None:

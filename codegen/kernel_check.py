@@ -33,7 +33,7 @@ def undefined_symbols(library: str) -> Optional[list[str]]:
 
 def missing_kernels(units: Iterable[KernelUnit], nm_lines: Iterable[str]) -> list[str]:
     """One located message per declared kernel the library leaves undefined."""
-    undefined = {}
+    undefined: dict = {}
     for line in nm_lines:
         m = _DEMANGLED.match(line)
         if m and "::native::" in m["name"]:

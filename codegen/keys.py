@@ -48,7 +48,7 @@ def canonical(obj: Any) -> Any:
     if type(obj).__name__ == "FunctionSchema":
         return str(obj)  # parsing guarantees the string is canonical
     if dataclasses.is_dataclass(obj):
-        d = {f: canonical(getattr(obj, f)) for f in _keyed_fields(type(obj))}
+        d = {f: canonical(getattr(obj, f)) for f in _keyed_fields(type(obj))}  # type: ignore[arg-type]
         d["<t>"] = type(obj).__name__
         return d
     if isinstance(obj, enum.Enum):

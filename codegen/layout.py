@@ -84,7 +84,7 @@ def prelude_pays(tus_taking_it: int, family: str = "gcc") -> bool:
     TUs (they come and go with edits: counting them would switch the prelude,
     and recompile everything, in the middle of an edit loop; the tool gives
     them the prelude regardless).  The rule of `pch="auto"` (request.Pch)
-    for a cold build's TUs.  `family`: "gcc" or "clang" (buildenv/prelude.py)."""
+    for a cold build's TUs.  `family`: "gcc" or "clang" (tool/pch_compilers.py)."""
     return tus_taking_it >= (PCH_MIN_TUS_CLANG if family == "clang" else PCH_MIN_TUS)
 
 

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from .api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
                            unique_by_name, uses_ident)
@@ -146,7 +146,7 @@ class _EntryLoader:
                                  f"keys, not '{next(iter(d))}'", next(iter(d)))
             if not isinstance(per_key, dict) or not per_key:
                 raise self.error("'dispatch:' must map dispatch keys to formulas", "dispatch")
-            path_of = lambda k: ("dispatch", k)  # noqa: E731
+            path_of: Callable[[Any], tuple] = lambda k: ("dispatch", k)  # noqa: E731
         else:
             per_key = {"Default": d}
             path_of = lambda k: ()  # noqa: E731
@@ -358,8 +358,7 @@ class _EntryLoader:
             text = re.sub(IDENT.format("grad"), lambda m: f"{m.group(1)}{arg}_t.conj(){m.group(2)}",
                           derivatives[0].original_formula)
             for b in diff_args:
-                text = re.sub(IDENT.format(b.name), lambda m, n=b.name: f"{m.group(1)}{n}_p{m.group(2)}",
-                              text)
+                text = re.sub(IDENT.format(b.name), rf"\g<1>{b.name}_p\g<2>", text)  # (a name: no backslash)
             formula, tangents = f"({text}).conj()", tuple(arg_names)
         elif formula == "auto_linear":
             if len(names) > 1:

@@ -46,6 +46,7 @@ import sys
 import time
 from typing import Callable, Optional
 
+from .errors import Error
 from .tree import LOCK
 
 _held: dict[str, int] = {}   # folder -> fd, for the life of the process
@@ -116,14 +117,14 @@ TIMEOUT_VARIABLE = "AUTOGRAD_BUILD_TIMEOUT"
 _POLL_S = 0.05
 
 
-class FolderError(OSError):
+class FolderError(Error, OSError):
     """The build folder cannot be made or written, or is not ours (one line)."""
 
     def __str__(self) -> str:  # the line itself, not OSError's "[Errno N] " before it
         return str(self.strerror)
 
 
-class LockTimeout(TimeoutError):
+class LockTimeout(Error, TimeoutError):
     def __init__(self, folder: str, pid: Optional[int], waited: float):
         self.folder, self.pid, self.waited = folder, pid, waited
         who = f"pid {pid}" if pid else "another process"
@@ -200,13 +201,13 @@ class BuildLock:
             data = os.pread(fd, 8192, 0)
         except OSError:
             return {}
-        first, _, top = data.partition(b"\n")
-        out = {}
+        first, _, rest = data.partition(b"\n")
+        out: dict = {}
         for word in first.decode("ascii", "replace").split():
             key, _, value = word.partition("=")
             if value.isdigit():
                 out[key] = int(value)
-        top = os.fsdecode(top.rstrip(b"\n"))
+        top = os.fsdecode(rest.rstrip(b"\n"))
         if out and os.path.isabs(top):
             out["top"] = top
         return out

@@ -16,7 +16,7 @@ from typing import Iterator
 # The parts, also importable from here: model.py is the schema language's one name.
 from .schema_parts import (BASE_TYPES, Annotation, Argument, Arguments, BaseType,  # noqa: F401
                            CustomClassType, ListType, OptionalType, Return, SchemaError, Type,
-                           check_name, is_list_like, is_symint_like, is_tensor_like, matched, parse_type)
+                           check_name, is_symint_like, is_tensor_like, matched, parse_type)
 
 
 # ----------------------------------------------------------- op names

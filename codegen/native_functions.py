@@ -39,6 +39,23 @@ def load_tags(path: Optional[str]) -> Optional[set[str]]:
     return tags
 
 
+def split_namespace(raw: str) -> tuple[str, str]:
+    """(op namespace, schema) of a `func:` string: `ns::schema`, else ATen's."""
+    m = _NS_RE.match(raw)
+    return (m.group(1), m.group(2)) if m else ("aten", raw)
+
+
+def first_op_namespace(path: str) -> str:
+    """The op namespace of the file's first `func:`, read as the parse reads
+    it (any yaml style); "aten" for a file without one.  (load() returns
+    `torch.ops.<it>`.)"""
+    for e in load_entries(path, read_text(path)):
+        raw = e.data.get("func")
+        if isinstance(raw, str):
+            return split_namespace(raw)[0]
+    return "aten"
+
+
 def parse_native_functions(path: str, text: str, valid_tags: Optional[set[str]]) -> NativeSpec:
     funcs = [_parse_entry(path, e, valid_tags) for e in load_entries(path, text)]
     funcs += _derived_variants(funcs)
@@ -59,8 +76,7 @@ def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeF
 
     if not isinstance(raw, str):
         raise err("every entry needs a 'func:' schema string", "func" if "func" in d else None)
-    m = _NS_RE.match(raw)
-    namespace, schema = (m.group(1), m.group(2)) if m else ("aten", raw)
+    namespace, schema = split_namespace(raw)
     try:
         check_name(namespace, "namespace")
         func = FunctionSchema.parse(schema)

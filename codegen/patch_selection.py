@@ -105,7 +105,7 @@ def called(info) -> set[str]:
     `TypeAndSize::zeros`)."""
     classes = {a.name: str(getattr(a.type, "name", a.type)).rpartition("::")[2]
                for a in tuple(info.all_saved_inputs) + tuple(info.all_saved_outputs)}
-    out = set()
+    out: set = set()
     for d in info.derivatives:
         out.update(m.group(1) for m in _NAME.finditer(d.formula))
         out.update(f"{classes[m.group(1)]}::{m.group(2)}" for m in _MEMBER.finditer(d.formula)
@@ -172,7 +172,7 @@ def reference_digests(target: PatchTarget, out_dir: Optional[str] = None) -> dic
     """{Function: digest of its info} as torch's own specs give them,
     kept in `out_dir` keyed by those files' bytes and the generator."""
     nf, d, tags = target.reference
-    key = []
+    key: list = []
     for path in (nf, d, tags):
         if path is None:
             key.append(None)

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Optional, Union
 
+from .errors import Error
 
-class SchemaError(ValueError):
+
+class SchemaError(Error, ValueError):
     """A `func:` string (or part of one) that is not valid schema syntax."""
 
 
@@ -147,12 +149,6 @@ def is_symint_like(t: Type) -> bool:
     return t.base() == "SymInt"
 
 
-def is_list_like(t: Type) -> bool:
-    while isinstance(t, OptionalType):
-        t = t.elem
-    return isinstance(t, ListType)
-
-
 # ---------------------------------------------------------- annotations
 
 _ANNOTATION_RE = re.compile(r"^([a-z])(\|[a-z])*(!?)( -> (\*|[a-z](\|[a-z])*))?$")
@@ -211,6 +207,11 @@ def _annotated_type_str(t: Type, ann: Optional[Annotation]) -> str:
 
 class _Annotated:
     """What arguments and returns share: an alias annotation, canonical text."""
+    annotation: Optional["Annotation"]   # (a field of the dataclasses below)
+
+    @property
+    def _text(self) -> str:   # (each dataclass below: its canonical text)
+        raise NotImplementedError
 
     @property
     def is_write(self) -> bool:

@@ -45,7 +45,7 @@ LINES_H = "derivative_lines.h"   # each formula's yaml line (emit/lines.py)
 SUPPORT_CPP = "support.cpp"
 UMBRELLA_H = "Functions.h"
 BINDINGS_H = f"{PYTHON}/bindings.h"
-# The SCons tool's precompiled-prelude wrapper (site_scons/autograd_pch.py).
+# The SCons tool's precompiled-prelude wrapper (site_scons/tool/pch.py).
 PCH_HEADER = "prelude_pch.h"
 
 PATCH_SUMMARY = "patch.json"

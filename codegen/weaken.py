@@ -20,13 +20,15 @@ import shutil
 import subprocess
 from typing import Iterable, Sequence
 
+from .errors import Error
+
 # `nm -P` types of strong definitions of global symbols (code, data, bss,
 # read-only, small data); W/V (weak) and U (undefined) are not.
 _STRONG = frozenset("TDBRGS")
 _ELF_MAGIC = b"\x7fELF"
 
 
-class WeakenError(Exception):
+class WeakenError(Error):
     """A bucket object that cannot be overridden: one line saying why."""
 
 

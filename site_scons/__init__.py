@@ -21,10 +21,16 @@ From an SConstruct outside any checkout:
 
 From Python: `from autograd_scons import load, load_inline`, and
 `autograd_scons.patched_functions()` (which of torch's own Functions a patch
-replaces in this process).
+replaces in this process).  Every error meant for a person to read derives
+from `autograd_scons.Error` (one line: what is wrong, where, what to do),
+load()'s `LoadError` among them.
 """
 
 import os
+
+from autograd_scons.codegen.errors import Error
+
+__all__ = ["Error", "LoadError", "PatchNotInEffect", "TOOLPATH", "load", "load_inline", "patched_functions"]
 
 # The folder holding the SCons tools (autograd_functions.py, ...): pass it as toolpath.
 TOOLPATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_tools")

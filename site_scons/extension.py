@@ -23,6 +23,8 @@ import SCons.Script as S
 
 from autograd_scons import TOOLPATH
 
+__all__ = ["Environment", "Package"]  # (docs/shipping.md)
+
 # What the backend reads after the build (build_meta.py).
 WHEEL_JSON = "wheel.json"
 LIBRARY_STEM = "_C"

@@ -96,10 +96,6 @@ class DifferentiabilityInfo:
     line: int = 0
     entry: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    @property
-    def has_derivatives(self) -> bool:
-        return bool(self.args_with_derivatives)
-
     def uses(self, ident: str) -> bool:
         return any(uses_ident(d.formula, ident) for d in self.derivatives)
 

@@ -17,7 +17,7 @@ from ..errors import SpecError
 from .backward import backward_body
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, function_file, include
 from ..templates import Template, load
-from .lines import INCLUDE, number_back, render_lines
+from .lines import INCLUDE, number_back
 from .load_check import render_load_check
 from .options import EmitOptions
 from .prelude import render_preludes
@@ -30,7 +30,7 @@ LIBTORCH_FUNCTIONS_H = "torch/csrc/autograd/generated/Functions.h"
 _FUNCTION_H = load("function.h")
 _FUNCTION_CPP = load("function.cpp")
 _SHOULD_COMPUTE = Template("task_should_compute_output({${name}_ix}),")
-_WILL_RELEASE = ["void will_release_variables() override {", "  retain_variables = false;", "}"]
+_WILL_RELEASE = load("function_will_release.h").lines()
 
 
 def op_infos(infos: Iterable[DifferentiabilityInfo],

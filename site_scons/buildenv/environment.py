@@ -1,5 +1,5 @@
 """The build environment of every build of this project: the checkout's
-`SConstruct` (`scons`) and load()'s own (load_sconstruct.py) both call it,
+`SConstruct` (`scons`) and load()'s own (jit/sconstruct.py) both call it,
 so that a load() compiles exactly as `scons` does: the same compiler
 variables, precompiled prelude, CacheDir, LAUNCHER, torch and CUDA flags,
 linker.  Call from an SConstruct:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from autograd_scons.buildenv.stamp import INPUTS
+from autograd_scons.codegen.errors import Error
 LOG = "build.log"
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograd_scons
 GENERATED_TAG = "autograd_build: "  # lines an SConstruct prints for the progress report
@@ -47,7 +48,7 @@ _COMPILE = re.compile(r" -o (\S+) .*-c |-c .* -o (\S+)")
 _LINK = re.compile(r" -o (\S+\.(?:so|dylib|pyd))\b")
 
 
-class BuildError(RuntimeError):
+class BuildError(Error, RuntimeError):
     """A build that failed or cannot go on, for every build started from
     Python (load(), the backend, the editable rebuild): one line (`str()`),
     and for a failed build `first_error` and `log` (the full log's path)."""

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import sysconfig
 
+__all__ = ["configure"]  # (docs/embedding.md; the rest is the build environment's own)
+
 # `cuda`: the CUDA version torch was built with (None for a CPU build);
 # `cuda_arches`: the architectures its own kernels were built for (read
 # without initialising CUDA); `gpus`: the visible GPUs' compute capabilities

@@ -90,7 +90,6 @@ def recover(db_path: str, top: str, folder: str) -> list[str]:
 
 
 def _saved(write, db_path):
-    import SCons.SConsign
     def write_then_unmark(*args, **kwargs):
         try:
             result = write(*args, **kwargs)
@@ -101,6 +100,7 @@ def _saved(write, db_path):
             import gc
 
             import SCons.dblite
+            import SCons.SConsign
             for db in list(SCons.SConsign.DB_sync_list) + [o for o in gc.get_objects()
                                                           if isinstance(o, SCons.dblite._Dblite)]:
                 if hasattr(db, "_needs_sync"):

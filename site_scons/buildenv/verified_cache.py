@@ -24,6 +24,8 @@ import threading
 import SCons.Action
 import SCons.CacheDir
 
+__all__ = ["VerifiedCacheDir"]  # (docs/embedding.md)
+
 DIGEST_SUFFIX = ".sha256"
 _CHUNK = 1 << 20
 

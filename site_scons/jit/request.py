@@ -10,14 +10,16 @@ SConstruct (sconstruct.py), which reads the same request back.
 
 from __future__ import annotations
 
+import inspect
 import os
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Optional, TypeVar
 
+from autograd_scons.codegen.errors import Error
 from autograd_scons.codegen.request import FunctionsRequest
 
 
-class LoadError(RuntimeError):
+class LoadError(Error, RuntimeError):
     """Bad arguments, or a library already loaded whose inputs changed (one line)."""
 
 
@@ -40,6 +42,54 @@ _SWITCH = {"auto": "auto", True: "1", False: "0"}
 
 
 @dataclass(frozen=True)
+class LoadOptions:
+    """The keywords load() and load_inline() share, as the user gave them
+    (each checked when the request is built: LoadRequest.of).  Stated once,
+    here: both functions take them as `**options` and show them in their
+    signature (with_options_signature)."""
+    tags: Any = None                 # load(): a tags.yaml path; load_inline(): its text
+    includes: Any = ()               # headers the formulas' helpers live in
+    namespace: Optional[str] = None  # the classes' C++ namespace (default `<op namespace>::autograd`)
+    python: Any = True               # Python bindings (typed grad_fn)
+    kernels: Any = True              # the extension ops' Autograd kernels and registrations
+    unity: Any = "auto"              # the unity bucket count, or 0 for one TU per unit
+    extra_cflags: Any = None
+    extra_cuda_cflags: Any = None
+    extra_ldflags: Any = None
+    extra_include_paths: Any = None
+    build_directory: Any = None      # default: $AUTOGRAD_EXTENSIONS_DIR/<name>/<folder key>
+    verbose: bool = False            # SCons's output, every command
+    cuda: Any = "auto"               # True, False
+    pch: Any = "auto"                # the precompiled prelude's policy: True, False
+    timeout: Optional[float] = None  # seconds to wait for another process's build of the folder
+    cache_dir: Any = None            # an SCons CacheDir (default $AUTOGRAD_CACHEDIR)
+
+    @classmethod
+    def of(cls, function: str, keywords: dict) -> "LoadOptions":
+        """The options of a call to `function` (load or load_inline); an
+        unknown keyword is Python's TypeError, as for any function."""
+        unknown = sorted(set(keywords) - {f.name for f in fields(cls)})
+        if unknown:
+            raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}")
+        return cls(**keywords)
+
+
+_F = TypeVar("_F", bound=Callable)
+
+
+def with_options_signature(fn: _F) -> _F:
+    """fn(positional..., **options), whose signature (help(), inspect, an
+    IDE) shows each LoadOptions keyword with its default in place of
+    `**options`."""
+    sig = inspect.signature(fn)
+    positional = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    keywords = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+                for f in fields(LoadOptions)]
+    fn.__signature__ = sig.replace(parameters=positional + keywords)  # type: ignore[attr-defined]
+    return fn
+
+
+@dataclass(frozen=True)
 class LoadRequest:
     """What one load() builds and how: the Functions (paths absolute), the
     sources, the flags, CUDA, the object cache, the compiler."""
@@ -55,24 +105,24 @@ class LoadRequest:
     compiler: str = "g++"
 
     @classmethod
-    def of(cls, name, native_functions, derivatives, sources, *, tags, includes, namespace, python, kernels,
-           unity, pch, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths, cuda,
-           cache_dir) -> "LoadRequest":
-        """From load()'s arguments (the spec files and sources checked
-        already); raises LoadError naming the argument."""
-        if cuda not in _SWITCH:
-            raise LoadError(f"{label(name)}: cuda must be 'auto', True or False, not {cuda!r}")
+    def of(cls, name, native_functions, derivatives, sources, tags, options: LoadOptions) -> "LoadRequest":
+        """From load()'s arguments (the spec files, tags file and sources
+        checked already, as paths) and its options; raises LoadError naming
+        the argument."""
+        o = options
+        if o.cuda not in _SWITCH:
+            raise LoadError(f"{label(name)}: cuda must be 'auto', True or False, not {o.cuda!r}")
         try:
-            functions = FunctionsRequest.of(native_functions, derivatives, tags=tags, namespace=namespace,
-                                            includes=words(includes, "includes", name), unity=unity, pch=pch,
-                                            kernels=kernels, python=python)
+            functions = FunctionsRequest.of(native_functions, derivatives, tags=tags, namespace=o.namespace,
+                                            includes=words(o.includes, "includes", name), unity=o.unity, pch=o.pch,
+                                            kernels=o.kernels, python=o.python)
         except ValueError as e:
             raise LoadError(f"{label(name)}: {e}") from None
-        cache_dir = cache_dir or os.environ.get("AUTOGRAD_CACHEDIR")
+        cache_dir = o.cache_dir or os.environ.get("AUTOGRAD_CACHEDIR")
         return cls(name, functions, tuple(sources),
-                   tuple(os.path.abspath(p) for p in words(extra_include_paths, "extra_include_paths", name)),
-                   words(extra_cflags, "extra_cflags", name), words(extra_cuda_cflags, "extra_cuda_cflags", name),
-                   words(extra_ldflags, "extra_ldflags", name), _SWITCH[cuda],
+                   tuple(os.path.abspath(p) for p in words(o.extra_include_paths, "extra_include_paths", name)),
+                   words(o.extra_cflags, "extra_cflags", name), words(o.extra_cuda_cflags, "extra_cuda_cflags", name),
+                   words(o.extra_ldflags, "extra_ldflags", name), _SWITCH[o.cuda],
                    os.path.abspath(cache_dir) if cache_dir else "", os.environ.get("CXX") or "g++")
 
     def spec(self) -> dict:
@@ -86,7 +136,8 @@ class LoadRequest:
     def from_spec(cls, data: dict) -> "LoadRequest":
         data = dict(data)
         functions = FunctionsRequest.from_json(data.pop("functions"))
-        return cls(functions=functions, **{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        rest: dict = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(functions=functions, **rest)
 
     def variables(self) -> dict:
         """environment.py's variables for this request (scons -h names them):

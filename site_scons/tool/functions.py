@@ -75,7 +75,7 @@ def _fail(message):
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
 _TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override,
-                                                 pch, pch.prelude, report)]
+                                                 pch, pch.pch_compilers, report)]
 
 
 def _no_duplicate(node):
@@ -191,7 +191,7 @@ def _generate(env, outdir, request, others=0):
 # generated folder -> its specs' paths: a library linked from its objects is
 # checked for kernels that native_functions.yaml declares and no object
 # defines (codegen/kernel_check.py), before anything can load it.
-_KERNEL_SPECS = {}
+_KERNEL_SPECS: dict = {}
 
 
 def _shared_library(env, *args, **kw):

@@ -18,7 +18,7 @@ from autograd_scons.codegen.tree import bucket_file, edit_file
 from autograd_scons.codegen.weaken import WeakenError, weaken
 
 # The weakened copies: derived objects, not compiled (the report counts compiles).
-WEAK_OBJECTS = set()
+WEAK_OBJECTS: set = set()
 
 
 def can_override(env):

@@ -23,7 +23,7 @@ from autograd_scons.codegen.tree import MANIFEST
 from autograd_scons.codegen.writer import stat_of, write_atomic
 
 SUFFIX = ".autograd-stamp"
-_pending = []          # (path, key, lib node, object paths), written at exit
+_pending: list = []    # (path, key, lib node, object paths), written at exit
 
 
 def fast_path_allowed(env, result, lib_file):

@@ -1,5 +1,5 @@
 """Which torch a patch is for, told without importing torch: its folder,
-its version (version.py) and its core library (size and GNU build id).
+its version (torch/version.py) and its core library (size and GNU build id).
 
 A patch defines members of one libtorch build's classes: run under another
 torch it would replace that torch's Functions with code compiled against
@@ -13,12 +13,13 @@ from __future__ import annotations
 import ast
 import os
 
+from autograd_scons.codegen.errors import Error
 from autograd_scons.torch_patch import torch_library
 
 TORCH_RECORD = "torch.json"
 
 
-class PatchError(RuntimeError):
+class PatchError(Error, RuntimeError):
     """A patch that cannot be built, run or trusted: one line."""
 
 

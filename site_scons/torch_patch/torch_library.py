@@ -29,6 +29,8 @@ import re
 import struct
 from dataclasses import dataclass
 
+from autograd_scons.codegen.errors import Error
+
 # The Itanium C++ ABI's spelling of a generated class, and of the members
 # the patch checks (templates/patch_check.cpp spells the same in C++).
 _NESTED = "N5torch8autograd9generated"
@@ -42,7 +44,7 @@ _STB_LOCAL, _STV_DEFAULT = 0, 0
 _ABSOLUTE = {62: 1, 183: 257}
 
 
-class ElfError(ValueError):
+class ElfError(Error, ValueError):
     """The file is not a 64-bit little-endian ELF shared object this reads."""
 
 

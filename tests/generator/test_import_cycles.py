@@ -17,8 +17,10 @@ those names.
 from __future__ import annotations
 
 import ast
-import sys
+import fnmatch
+import functools
 import os
+import sys
 
 from support.spec_facts import REPO
 
@@ -41,17 +43,10 @@ def _modules() -> dict[str, str]:
     return found
 
 
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """ids of the import nodes under `if TYPE_CHECKING:`."""
-    skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    return skip
-
-
-def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
-    """The modules of `modules` that module `name` (at `path`) imports."""
+@functools.lru_cache(maxsize=None)   # (the cycle and layer checks read each module once)
+def _imported_names(name: str, path: str) -> tuple[str, ...]:
+    """Every module name `name` (at `path`) imports, absolute, as written
+    (relative imports resolved; `from a import b` as `a.b`)."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
@@ -68,7 +63,23 @@ def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
                 base = ".".join(parts + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
-            wanted += [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            wanted += [f"{base}.{a.name}" for a in node.names]
+    return tuple(wanted)
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the import nodes under `if TYPE_CHECKING:`."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return skip
+
+
+def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
+    """The modules of `modules` that module `name` (at `path`) imports."""
+    wanted = [w if w in modules else w.rpartition(".")[0] if "." in w and w.rpartition(".")[0] else w
+              for w in _imported_names(name, path)]
     found = set()
     for w in wanted:
         while w and w not in modules:   # `import a.b.c` imports a.b.c, or the nearest module of ours above
@@ -152,3 +163,81 @@ def test_a_cycle_through_relative_imports_is_found(tmp_path, monkeypatch):
     assert set(modules) == {"autograd_scons", "autograd_scons.build_meta", "autograd_scons.ship.editable"}
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
     assert cycles(graph) == [["autograd_scons.build_meta", "autograd_scons.ship.editable"]]
+
+
+# ------------------------------------------------------------------ layers
+
+# Who may import whom: each row is what a package's docstring says it may
+# import (codegen/__init__.py, site_scons/*/__init__.py, the top modules'
+# own docstrings).  A module takes the first row whose pattern (fnmatch, over
+# installed names) matches it; it may import the modules its row's
+# `may_import` patterns match, and none of the `not_external` top-level
+# packages.  Moving a module is a change of the patterns here, nothing else.
+_SHARED = ["autograd_scons.codegen.errors", "autograd_scons.codegen.lock",   # the build folders' machinery,
+           "autograd_scons.buildenv.private_folder"]                         # below every layer
+LAYERS = [
+    # (modules, may import, not external)
+    ("autograd_scons.buildenv.private_folder", ["autograd_scons.codegen.errors", "autograd_scons.codegen.lock"], ()),
+    ("autograd_scons.codegen*", ["autograd_scons.codegen*"], ("SCons", "torch")),
+    ("autograd_scons.tool*", ["autograd_scons.tool*", "autograd_scons.codegen*", *_SHARED], ("torch",)),
+    ("autograd_scons.buildenv*", ["autograd_scons.buildenv*", "autograd_scons.tool*", "autograd_scons.codegen*"],
+     ("torch",)),
+    ("autograd_scons.jit.sconstruct", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*",
+                                       "autograd_scons.tool.report"], ()),
+    ("autograd_scons.jit*", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ("SCons",)),
+    ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", *_SHARED], ("SCons",)),
+    ("autograd_scons.torch_patch.patch_sconstruct", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*",
+                                                     "autograd_scons.codegen*", "autograd_scons.tool.report"], ()),
+    ("autograd_scons.torch_patch*", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*", "autograd_scons.codegen*"],
+     ("SCons",)),
+    # the PEP 517 backend, on shipping; a project's SConstruct API, on the build environment
+    ("autograd_scons.build_meta", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.extension",
+                                   *_SHARED], ("SCons",)),
+    ("autograd_scons.extension", ["autograd_scons", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ()),
+    ("autograd_scons.__main__", ["autograd_scons.codegen*", "autograd_scons.ship*", "autograd_scons.torch_patch*"], ()),
+    ("autograd_scons.site_tools.*", ["autograd_scons.tool*"], ()),
+    ("autograd_scons.site_init", [], ()),
+    ("autograd_scons", ["autograd_scons.codegen.errors", "autograd_scons.jit*", "autograd_scons.torch_patch.run"], ()),
+]
+
+
+def _row(module: str):
+    return next((row for row in LAYERS if fnmatch.fnmatchcase(module, row[0])), None)
+
+
+def layer_violations(modules: dict[str, str]) -> list[str]:
+    """Every import outside the matrix, as `module -> imported`; a module no
+    row covers is one too."""
+    bad = []
+    for m, path in sorted(modules.items()):
+        row = _row(m)
+        if row is None:
+            bad.append(f"{m}: no row in LAYERS")
+            continue
+        for w in sorted(imports_of(m, path, modules)):
+            if not any(fnmatch.fnmatchcase(w, p) for p in row[1]):
+                bad.append(f"{m} -> {w}")
+        for w in sorted({n.split(".")[0] for n in _imported_names(m, path)} & set(row[2])):
+            bad.append(f"{m} -> {w}")
+    return bad
+
+
+def test_every_import_is_one_the_layers_allow():
+    assert layer_violations(_modules()) == []
+
+
+def test_an_upward_import_is_found(tmp_path, monkeypatch):
+    """The check can fail: the tool importing the build environment (as
+    tool/pch.py once did), the generator importing SCons or the tool."""
+    for folder in ("site_scons/tool", "site_scons/buildenv", "codegen"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "site_scons" / "__init__.py").write_text("")
+    (tmp_path / "site_scons" / "buildenv" / "prelude.py").write_text("")
+    (tmp_path / "site_scons" / "buildenv" / "private_folder.py").write_text("")
+    (tmp_path / "site_scons" / "tool" / "pch.py").write_text(
+        "from autograd_scons.buildenv import prelude\nfrom autograd_scons.buildenv.private_folder import ensure\n")
+    (tmp_path / "codegen" / "cli.py").write_text("import SCons.Script\ndef f():\n    from autograd_scons.tool import pch\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
+    assert layer_violations(_modules()) == ["autograd_scons.codegen.cli -> autograd_scons.tool.pch",
+                                            "autograd_scons.codegen.cli -> SCons",
+                                            "autograd_scons.tool.pch -> autograd_scons.buildenv.prelude"]

@@ -45,7 +45,7 @@ def test_torch_specs_layout_at_j2_and_j8():
     # MAX_PER_BUCKET at -j2 and -j8 alike (a changed header, an added or a
     # removed unit recompile one of ~89 units); past 8 free cores, a bucket
     # a core.  Every TU of the build, the binding TUs included, compiles
-    # against the precompiled prelude (tests/test_scons_library.py).
+    # against the precompiled prelude (tests/scons/test_scons_library.py).
     assert MAX_PER_BUCKET == 96
     assert [bucket_count(711, j, others=3) for j in (1, 2, 8, 11, 16)] == [8, 8, 8, 8, 13]
     assert cold(None, 711, 2, others=3) == Layout(None, 8, slots=2)

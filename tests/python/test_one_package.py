@@ -21,7 +21,8 @@ site = os.path.join(sys.argv[1], "site_scons")
 import autograd_scons
 assert os.path.realpath(autograd_scons.__file__) == os.path.realpath(os.path.join(site, "__init__.py")), \
     autograd_scons.__file__
-skip = {"autograd_scons.site_init", "autograd_scons.jit.sconstruct"}   # run by SCons, not imported
+skip = {"autograd_scons.site_init", "autograd_scons.jit.sconstruct",   # run by SCons, not imported
+        "autograd_scons.torch_patch.patch_sconstruct"}
 for folder, subdirs, names in os.walk(site, followlinks=True):
     rel = os.path.relpath(folder, site)
     subdirs[:] = [d for d in subdirs if d != "__pycache__" and os.path.join(rel, d) != os.path.join("ship", "templates")]

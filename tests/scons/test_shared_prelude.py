@@ -1,4 +1,4 @@
-"""The precompiled prelude's rules, as counts (buildenv/prelude.py, tool/pch.py):
+"""The precompiled prelude's rules, as counts (tool/pch_compilers.py, tool/pch.py):
 which TUs take it under GCC and under clang, the clang precompile's
 `-fpch-instantiate-templates`, and one shared prelude per torch, compiler
 and flags: a second extension (another checkout, another spec folder) takes

@@ -31,7 +31,7 @@ from support.spec_facts import REPO
 # The full tier (conftest.py): a wheel build and a venv (~15 s); the stand-in compiler.
 pytestmark = [pytest.mark.slow, pytest.mark.compile]
 
-SCONS_MIN = "4.5.2"  # site_scons/autograd_compat.py: MIN_SCONS
+SCONS_MIN = "4.5.2"  # site_scons/tool/compat.py: MIN_SCONS
 FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.sh")  # copied into the host folder
 
 # No torch here: flags are set by hand, as the stand-in builds need none.

@@ -88,7 +88,7 @@ def _remove_if_ours(path, pid):
 
 def extensions_dir():
     """This process's stand-in for ~/.cache/autograd_extensions: where the
-    builds of its tests share their precompiled prelude (buildenv/prelude.py)."""
+    builds of its tests share their precompiled prelude (tool/pch_compilers.py)."""
     if not _extensions_dir:
         # (a test's own pytest run, in a child, shares its parent's: AGF_TEST_EXTENSIONS_DIR)
         given = os.environ.get("AGF_TEST_EXTENSIONS_DIR")

@@ -131,6 +131,8 @@ def venv_seeing_this_one(folder, env, pip=False):
     run(cmd + [folder], os.path.dirname(str(folder)), env)
     py = os.path.join(str(folder), "bin", "python")
     purelib = run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], "/", env).stdout.strip()
+    # One statement per folder: Python before 3.12 runs a .pth line where a
+    # comprehension cannot see the line's own `import site` (NameError).
     with open(os.path.join(purelib, "_outer_site.pth"), "w") as f:
-        f.write(f"import site; [site.addsitedir(p) for p in {site.getsitepackages()!r}]\n")
+        f.writelines(f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages())
     return py
