@@ -72,7 +72,7 @@ else:  # regenerate first when asked (cpp_extension cannot), then the layout's T
         from autograd_scons.__main__ import main
         assert main(generate) == 0
     if "sources" not in args:
-        from autograd_scons.codegen.manifest import MANIFEST, read_manifest
+        from autograd_scons.codegen.engine.manifest import MANIFEST, read_manifest
         args["sources"] = [os.path.join(gen, r) for r in read_manifest(os.path.join(gen, MANIFEST))[0].sources]
         args["sources"].append(kernels)
     from torch.utils.cpp_extension import load
@@ -132,7 +132,7 @@ class Sides:
                                 "--include", "myops/backward_helpers.h", "--quiet"]
         else:
             sys.path.insert(0, REPO)
-            from autograd_scons.codegen.manifest import MANIFEST, read_manifest
+            from autograd_scons.codegen.engine.manifest import MANIFEST, read_manifest
             manifest, _ = read_manifest(os.path.join(gen, MANIFEST))
             args["sources"] = [os.path.join(gen, r) for r in manifest.sources] + [args["kernels"]]
         return args

@@ -4,7 +4,9 @@ extensions.
 
 In a checkout this package is the folder `site_scons/` (SCons's site
 folder: its site_init.py registers it under this name for a build), and the
-generator is `codegen/` beside it (`site_scons/codegen` links to it).
+generator, `autograd_scons.codegen`, is `codegen/` beside it (installed,
+it is the package's folder codegen/; setup.py maps it).  It has that one
+name: `import codegen` fails.
 
     autograd_scons.codegen    the generator: yaml -> model -> C++ (no SCons, no torch)
     autograd_scons.tool       the SCons tool (site_tools/ names it for SCons)
@@ -28,7 +30,29 @@ load()'s `LoadError` among them.
 
 import os
 
-from autograd_scons.codegen.errors import Error
+
+def _checkout_generator() -> None:
+    """In a checkout (no codegen/ folder in this package's), register the
+    checkout's codegen/ as `autograd_scons.codegen`: the one name of the
+    generator, however this package was found (site_init.py, an editable
+    install, a folder on PYTHONPATH linking to site_scons/)."""
+    import importlib.util
+    import sys
+    here = os.path.dirname(os.path.realpath(__file__))   # (through a link to site_scons/ too)
+    checkout = os.path.join(os.path.dirname(here), "codegen")
+    if "autograd_scons.codegen" in sys.modules or os.path.isdir(os.path.join(here, "codegen")) \
+            or not os.path.isfile(os.path.join(checkout, "__init__.py")):
+        return
+    spec = importlib.util.spec_from_file_location("autograd_scons.codegen", os.path.join(checkout, "__init__.py"),
+                                                  submodule_search_locations=[checkout])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["autograd_scons.codegen"] = module
+    spec.loader.exec_module(module)
+
+
+_checkout_generator()
+
+from autograd_scons.codegen.errors import Error  # noqa: E402 (once the generator is registered)
 
 __all__ = ["Error", "LoadError", "PatchNotInEffect", "TOOLPATH", "load", "load_inline", "patched_functions"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from ..model import Type, is_tensor_like
+from .model import Type, is_tensor_like
 from .native import NativeFunction
 from .cpp import Binding, CType, return_names, return_type
 

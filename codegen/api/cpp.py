@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from ..model import Argument, BaseType, CustomClassType, FunctionSchema, ListType, OptionalType, Return, Type
+from .model import Argument, BaseType, CustomClassType, FunctionSchema, ListType, OptionalType, Return, Type
 
 
 class CType:

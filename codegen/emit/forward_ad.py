@@ -20,7 +20,7 @@ from typing import Optional
 from ..api.autograd import DifferentiabilityInfo, ForwardDerivative, differentiable_outputs, uses_ident
 from ..api.cpp import OPTIONAL_TENSOR, CType, return_names
 from ..errors import SpecError
-from ..model import INPLACE, OUT, is_tensor_like
+from ..api.model import INPLACE, OUT, is_tensor_like
 from ..templates import Template, load
 from .lines import at_formula
 

@@ -20,7 +20,7 @@ from ..templates import Template, load
 from .lines import INCLUDE, number_back
 from .load_check import render_load_check
 from .options import EmitOptions
-from .prelude import render_preludes
+from .prelude_headers import render_preludes
 from .saved import OPT_TENSOR_LIST, TENSOR, TENSOR_LIST, SavedSlot, saved_slots
 from .superclass import superclass
 from .support import call, render_support
@@ -161,7 +161,7 @@ class _Op:
 
 def class_layout(info: DifferentiabilityInfo) -> tuple[str, list[tuple[str, str]]]:
     """(base class, [(member type, name)]) of the Function class of `info`:
-    what a patch must find libtorch's class declare (codegen/patch_selection.py)."""
+    what a patch must find libtorch's class declare (codegen/engine/patch_selection.py)."""
     o = _Op(info)
     return o.superclass, [(t, n) for t, n, _ in o.members()]
 

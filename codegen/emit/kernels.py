@@ -20,8 +20,8 @@ from typing import Optional, Sequence
 from ..api.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
 from ..api.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT, return_names, return_type, scalarT,
                        stringViewT, symIntArrayRefT)
-from ..model import FUNCTIONAL, INPLACE, OUT, Argument, is_tensor_like
-from ..native_functions import NativeFunction, NativeSpec
+from ..api.model import FUNCTIONAL, INPLACE, OUT, Argument, is_tensor_like
+from ..spec.native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
 from ..templates import load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file

@@ -20,7 +20,7 @@ by another library refuses this one:
   from `apply` and `compiled_args`, so whatever of it still runs (its op
   registrations, the caller's own code) never yields a wrong gradient.
 
-Both copies of an overridden unit (codegen/layout.py) claim from the same
+Both copies of an overridden unit (codegen/engine/layout.py) claim from the same
 library: not a clash.  Everything here is hidden, one copy per library.
 
 A patch of libtorch's own Functions (EmitOptions.patch) defines members of

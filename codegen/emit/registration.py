@@ -3,7 +3,7 @@
 Not with `TORCH_LIBRARY_FRAGMENT`/`TORCH_LIBRARY_IMPL`, whose static
 initialisers run once per copy of the file linked in: while an edited op
 kernel is compiled in an edit TU, its old text may stay in its bucket, the
-edit TU's definitions overriding it at link (codegen/layout.py), and both
+edit TU's definitions overriding it at link (codegen/engine/layout.py), and both
 copies' initialisers would register.  Here the registration is a function
 of external linkage, `register_<stem>()`, run once behind a static guard;
 each copy's initialiser calls it, and the linker keeps one definition, the

@@ -2,7 +2,7 @@
 checkout, load()'s and a project's SConstruct (environment.py: compiler,
 torch's and CUDA's flags, the verified CacheDir, the launcher), and the
 machinery of builds started from Python: the one SCons runner and its
-"up to date" stamp (runner.py), the build folder's lock (codegen/lock.py),
+"up to date" stamp (runner.py), the build folder's lock (codegen/engine/lock.py),
 its ownership checks (private_folder.py) and the recovery after a build
 that never finished (unfinished_build.py).
 

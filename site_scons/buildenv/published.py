@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from autograd_scons.codegen.writer import write_atomic
+from autograd_scons.codegen.engine.writer import write_atomic
 
 
 def read_own(path: str):

@@ -35,14 +35,14 @@ import re
 import shlex
 import shutil
 
-from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
+from autograd_scons.buildenv import runner, build_stamp, torch_flags, unfinished_build
 from autograd_scons.codegen.errors import one_line_errors
-from autograd_scons.codegen.lock import BuildLock, FolderError
-from autograd_scons.codegen.native_functions import first_op_namespace
-from autograd_scons.buildenv.prelude import extensions_root
+from autograd_scons.codegen.engine.lock import BuildLock, FolderError
+from autograd_scons.codegen.spec.native_functions import first_op_namespace
+from autograd_scons.buildenv.prelude_folders import extensions_root
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
 from autograd_scons.buildenv.published import publish as _publish, write_if_changed as _write_if_changed
-from autograd_scons.jit.request import (LoadError, LoadOptions, LoadRequest, label as _label,
+from autograd_scons.jit.load_request import (LoadError, LoadOptions, LoadRequest, label as _label,
                                         with_options_signature, words as _words)
 
 __all__ = ["LoadError", "load", "load_inline"]
@@ -149,19 +149,19 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
         ensure_private(os.path.dirname(path), folder, label)
         _write_if_changed(path, text)
     _write_if_changed(os.path.join(folder, SPEC), json.dumps(spec, indent=1, sort_keys=True))
-    if stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
+    if build_stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
         return
-    if stamp.outputs_differ(stamp_path):
+    if build_stamp.outputs_differ(stamp_path):
         # The library is not the one this folder built: nothing in it is
         # taken on trust, SCons checks every target against its database.
         unfinished_build.distrust(os.path.join(folder, unfinished_build.DATABASE))
-    stamp.clear_stamp(stamp_path)
+    build_stamp.clear_stamp(stamp_path)
     launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
     result = runner.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
                                  verbose=verbose, label=label, lock=lock)
     _publish(os.path.join(folder, "obj", f"{name}.so"), library)
     # obj/'s link too: a later key change that rebuilds nothing publishes it again
-    stamp.write_stamp(stamp_path, key, result.inputs_path,
+    build_stamp.write_stamp(stamp_path, key, result.inputs_path,
                       outputs=[library, os.path.join(folder, "obj", f"{name}.so")])
 
 
@@ -181,7 +181,7 @@ def _again(label, before, folder, key, stamp_path, timeout):
     same = False
     if folder == before.folder and key == before.key:
         with BuildLock(folder, timeout=timeout, label=label):
-            same = stamp.up_to_date(stamp_path, key) and _digests(stamp_path) == before.digests
+            same = build_stamp.up_to_date(stamp_path, key) and _digests(stamp_path) == before.digests
     if same:
         return before.namespace
     what = "its build folder" if folder != before.folder else \

@@ -28,9 +28,9 @@ import SCons.Subst
 import SCons.Tool
 
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
-from autograd_scons.codegen.lock import BuildLock
+from autograd_scons.codegen.engine.lock import BuildLock
 from autograd_scons.codegen.tree import BANNER, PCH_HEADER, PRELUDE_IMPL_H
-from autograd_scons.codegen.writer import write_atomic, write_files
+from autograd_scons.codegen.engine.writer import write_atomic, write_files
 from autograd_scons.tool import pch_compilers
 
 PCHCOM = ("$( $AUTOGRAD_LAUNCHER $) $SHCXX -o $TARGET -x c++-header $_AUTOGRAD_PRECOMPILE_FLAGS "

@@ -1,7 +1,7 @@
 """The precompiled prelude's rules, without SCons: how each compiler
 precompiles it and takes it, and what the shared one holds and is keyed by
 (tool/pch.py builds it; the build environment chooses its folder:
-buildenv/prelude.py).
+buildenv/prelude_folders.py).
 
 Compilers.  GCC writes `<header>.gch`, which `-include <header>` finds;
 `-Winvalid-pch` says when it is refused.  clang writes `<header>.pch`,
@@ -36,8 +36,8 @@ import json
 import os
 import shlex
 
-from autograd_scons.codegen.keys import digest
-from autograd_scons.codegen.writer import stat_of
+from autograd_scons.codegen.engine.keys import digest
+from autograd_scons.codegen.engine.writer import stat_of
 
 GCC, CLANG = "gcc", "clang"
 SHARED_HEADER = "torch_prelude.h"

@@ -7,7 +7,7 @@ generated Functions of the installed torch by those of edited specs
 
 The build is SCons's, through the environment every build uses
 (patch_sconstruct.py here, run by buildenv.runner in `folder`), and the
-generator's incremental update in patch mode (codegen/patch_selection.py chooses the
+generator's incremental update in patch mode (codegen/engine/patch_selection.py chooses the
 Functions and refuses what cannot be patched, before anything compiles).
 What differs from load(): the classes are libtorch's own, so the specs
 default to torch's own copies, the folder is bound to the torch it was
@@ -27,14 +27,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
-from autograd_scons.buildenv import runner, stamp, torch_flags
-from autograd_scons.buildenv.prelude import extensions_root
+from autograd_scons.buildenv import runner, build_stamp, torch_flags
+from autograd_scons.buildenv.prelude_folders import extensions_root
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
 from autograd_scons.buildenv.published import publish, read_own, write_if_changed
 from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, TORCH_MANUAL_INCLUDES, PatchTarget
-from autograd_scons.codegen.libtorch_classes import read_classes
-from autograd_scons.codegen.lock import BuildLock
-from autograd_scons.codegen.request import FunctionsRequest
+from autograd_scons.codegen.spec.libtorch_classes import read_classes
+from autograd_scons.codegen.engine.lock import BuildLock
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.tree import PATCH_SUMMARY
 from autograd_scons.torch_patch import torch_library
 from autograd_scons.torch_patch.identity import PatchError, TORCH_RECORD, torch_identity
@@ -150,7 +150,7 @@ def _facts(folder: str, library: str, identity: dict) -> torch_library.LibtorchF
         raise PatchError(f"{LABEL}: {library}: {getattr(e, 'strerror', None) or e}: cannot tell which of "
                          "its Functions a patch can replace") from None
     record = {k: sorted(v) if isinstance(v, (frozenset, tuple)) else v for k, v in facts.__dict__.items()}
-    stamp.write_json(path, {"torch": identity, "facts": record})
+    build_stamp.write_json(path, {"torch": identity, "facts": record})
     return facts
 
 
@@ -160,14 +160,14 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
     key = json.loads(json.dumps({"spec": spec, "torch": identity, "jobs": jobs,
                                  "env": {k: os.environ.get(k, "") for k in ("CXX", "PATH", "AUTOGRAD_LAUNCHER")}}))
     write_if_changed(os.path.join(folder, SPEC), json.dumps(spec, indent=1, sort_keys=True))
-    if stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
+    if build_stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
         return _result(folder, library, up_to_date=True)
     # From here on the folder holds no patch until this build has made one.
-    stamp.clear_stamp(stamp_path)
+    build_stamp.clear_stamp(stamp_path)
     for path in (library, os.path.join(folder, TORCH_RECORD)):
         if os.path.lexists(path):
             os.unlink(path)
-    stamp.write_json(os.path.join(folder, TORCH_RECORD), identity)
+    build_stamp.write_json(os.path.join(folder, TORCH_RECORD), identity)
     variables = {"BUILD": ".", "CXX": os.environ.get("CXX") or "g++", "CUDA": "0", "PYTHON": "0",
                  "PCH": "auto", "UNITY": "auto", "LAUNCHER": os.environ.get("AUTOGRAD_LAUNCHER", "")}
     try:
@@ -176,7 +176,7 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
     except runner.BuildError as e:
         raise PatchError(_failure_line(e)) from None
     publish(linked, library)
-    stamp.write_stamp(stamp_path, key, built.inputs_path, outputs=[library, linked])
+    build_stamp.write_stamp(stamp_path, key, built.inputs_path, outputs=[library, linked])
     result = _result(folder, library)
     # (objects: the precompiled prelude's precompile, also a compile, is not a TU)
     result.compiled = [o for o in built.compiled if o.endswith((".o", ".os"))]

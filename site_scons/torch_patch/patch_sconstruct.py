@@ -3,18 +3,18 @@
 # module to import.  It reads the request (patch_spec.json there, written by
 # build.py) and builds through the environment every build uses
 # (buildenv/environment.py): the same tool, layout, precompiled prelude,
-# CacheDir and LAUNCHER.  The generator runs in patch mode (codegen/patch_selection.py:
+# CacheDir and LAUNCHER.  The generator runs in patch mode (codegen/engine/patch_selection.py:
 # which Functions, and the refusals, before anything compiles).
 # Outputs: gen/ (generated), src0/ (FunctionsManual.cpp's object, with
 # --functions-manual), obj/libautograd_torch_patch.so (build.py publishes a copy).
 import json
 import os
 
-from autograd_scons.buildenv import environment, runner, stamp
-from autograd_scons.codegen.report import report
-from autograd_scons.codegen.request import FunctionsRequest
+from autograd_scons.buildenv import environment, runner, build_stamp
+from autograd_scons.codegen.engine.update_report import report
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.torch_patch.build import LIBRARY, SPEC
-from autograd_scons.tool import report as tool_report
+from autograd_scons.tool import closing_report as tool_report
 
 DefaultEnvironment(tools=[])
 
@@ -40,7 +40,7 @@ if tool_report.REPORT.records:
 lib = env.SharedLibrary(os.path.join("obj", LIBRARY), objects, SHLIBPREFIX="", SHLIBSUFFIX="")
 package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
 target = request.emit.patch
-stamp.record_inputs(lib, stamp.INPUTS,
+build_stamp.record_inputs(lib, build_stamp.INPUTS,
                      extra=[SPEC, os.path.join(package, "torch_patch", "patch_sconstruct.py"), target.functions_h]
                      + [p for p in (request.native_functions, request.derivatives, request.tags,
                                     *target.reference, spec["functions_manual"]) if p],

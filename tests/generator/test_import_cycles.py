@@ -10,7 +10,7 @@ are left out, as they never run.  `from pkg import name` counts as an
 import of `pkg.name` when that is a module, else of `pkg`.  Relative imports
 are resolved against the module's package, as Python resolves them.  Each
 module is named as it is installed (`autograd_scons.ship.editable`,
-`autograd_scons.codegen.incremental`): every import in the project uses
+`autograd_scons.codegen.engine.incremental`): every import in the project uses
 those names.
 """
 
@@ -129,9 +129,9 @@ def test_no_import_cycle():
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
     # The graph is the real one: the tool imports the generator and its own
     # modules, relative imports inside the generator are seen.
-    assert {"autograd_scons.codegen.incremental", "autograd_scons.tool.report"} <= \
-        graph["autograd_scons.tool.functions"]
-    assert "autograd_scons.codegen.tree" in graph["autograd_scons.codegen.writer"]   # `from .tree import`
+    assert {"autograd_scons.codegen.engine.incremental", "autograd_scons.tool.closing_report"} <= \
+        graph["autograd_scons.tool.builders"]
+    assert "autograd_scons.codegen.tree" in graph["autograd_scons.codegen.engine.writer"]   # `from .tree import`
     assert cycles(graph) == []
 
 
@@ -173,21 +173,33 @@ def test_a_cycle_through_relative_imports_is_found(tmp_path, monkeypatch):
 # installed names) matches it; it may import the modules its row's
 # `may_import` patterns match, and none of the `not_external` top-level
 # packages.  Moving a module is a change of the patterns here, nothing else.
-_SHARED = ["autograd_scons.codegen.errors", "autograd_scons.codegen.lock",   # the build folders' machinery,
+_SHARED = ["autograd_scons.codegen.errors", "autograd_scons.codegen.engine.lock",   # the build folders' machinery,
            "autograd_scons.buildenv.private_folder"]                         # below every layer
+# What every stage of the generator may import besides the stages before it.
+_GENERATOR_BASE = ["autograd_scons.codegen", "autograd_scons.codegen.errors", "autograd_scons.codegen.tree"]
 LAYERS = [
     # (modules, may import, not external)
-    ("autograd_scons.buildenv.private_folder", ["autograd_scons.codegen.errors", "autograd_scons.codegen.lock"], ()),
+    ("autograd_scons.buildenv.private_folder", ["autograd_scons.codegen.errors", "autograd_scons.codegen.engine.lock"], ()),
+    # the generator's stages, each on those before it (codegen/__init__.py)
+    ("autograd_scons.codegen.api*", ["autograd_scons.codegen.api*", *_GENERATOR_BASE], ("SCons", "torch")),
+    ("autograd_scons.codegen.spec*", ["autograd_scons.codegen.spec*", "autograd_scons.codegen.api*",
+                                      *_GENERATOR_BASE], ("SCons", "torch")),
+    ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.spec*",
+                                      "autograd_scons.codegen.api*", "autograd_scons.codegen.templates",
+                                      *_GENERATOR_BASE], ("SCons", "torch")),
+    ("autograd_scons.codegen.templates", [], ("SCons", "torch")),
+    ("autograd_scons.codegen.tree", [], ("SCons", "torch")),
+    ("autograd_scons.codegen.errors", [], ("SCons", "torch")),
     ("autograd_scons.codegen*", ["autograd_scons.codegen*"], ("SCons", "torch")),
     ("autograd_scons.tool*", ["autograd_scons.tool*", "autograd_scons.codegen*", *_SHARED], ("torch",)),
     ("autograd_scons.buildenv*", ["autograd_scons.buildenv*", "autograd_scons.tool*", "autograd_scons.codegen*"],
      ("torch",)),
     ("autograd_scons.jit.sconstruct", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*",
-                                       "autograd_scons.tool.report"], ()),
+                                       "autograd_scons.tool.closing_report"], ()),
     ("autograd_scons.jit*", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ("SCons",)),
     ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", *_SHARED], ("SCons",)),
     ("autograd_scons.torch_patch.patch_sconstruct", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*",
-                                                     "autograd_scons.codegen*", "autograd_scons.tool.report"], ()),
+                                                     "autograd_scons.codegen*", "autograd_scons.tool.closing_report"], ()),
     ("autograd_scons.torch_patch*", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*", "autograd_scons.codegen*"],
      ("SCons",)),
     # the PEP 517 backend, on shipping; a project's SConstruct API, on the build environment
@@ -228,16 +240,24 @@ def test_every_import_is_one_the_layers_allow():
 
 def test_an_upward_import_is_found(tmp_path, monkeypatch):
     """The check can fail: the tool importing the build environment (as
-    tool/pch.py once did), the generator importing SCons or the tool."""
-    for folder in ("site_scons/tool", "site_scons/buildenv", "codegen"):
+    tool/pch.py once did), the generator importing SCons or the tool, and a
+    stage of the generator importing a later one (parsing the engine)."""
+    for folder in ("site_scons/tool", "site_scons/buildenv", "codegen/spec", "codegen/engine"):
         (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "site_scons" / "__init__.py").write_text("")
-    (tmp_path / "site_scons" / "buildenv" / "prelude.py").write_text("")
+    (tmp_path / "site_scons" / "buildenv" / "prelude_folders.py").write_text("")
     (tmp_path / "site_scons" / "buildenv" / "private_folder.py").write_text("")
     (tmp_path / "site_scons" / "tool" / "pch.py").write_text(
-        "from autograd_scons.buildenv import prelude\nfrom autograd_scons.buildenv.private_folder import ensure\n")
+        "from autograd_scons.buildenv import prelude_folders\n"
+        "from autograd_scons.buildenv.private_folder import ensure\n")
     (tmp_path / "codegen" / "cli.py").write_text("import SCons.Script\ndef f():\n    from autograd_scons.tool import pch\n")
+    for stage in ("spec", "engine"):
+        (tmp_path / "codegen" / stage / "__init__.py").write_text("")
+    (tmp_path / "codegen" / "engine" / "writer.py").write_text("")
+    (tmp_path / "codegen" / "spec" / "native_cache.py").write_text("from ..engine.writer import write_atomic\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
     assert layer_violations(_modules()) == ["autograd_scons.codegen.cli -> autograd_scons.tool.pch",
                                             "autograd_scons.codegen.cli -> SCons",
-                                            "autograd_scons.tool.pch -> autograd_scons.buildenv.prelude"]
+                                            "autograd_scons.codegen.spec.native_cache -> "
+                                            "autograd_scons.codegen.engine.writer",
+                                            "autograd_scons.tool.pch -> autograd_scons.buildenv.prelude_folders"]

@@ -12,11 +12,11 @@ import pytest
 from autograd_scons.codegen.emit import python_bindings
 
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.layout import Layout, bucket_of, slot_of
-from autograd_scons.codegen.manifest import MANIFEST, read_manifest
-from autograd_scons.codegen.unity_files import render_buckets
-from autograd_scons.codegen.units import Kind, Unit
-from autograd_scons.codegen.writer import prune, write_files
+from autograd_scons.codegen.engine.layout import Layout, bucket_of, slot_of
+from autograd_scons.codegen.engine.manifest import MANIFEST, read_manifest
+from autograd_scons.codegen.engine.unity_files import render_buckets
+from autograd_scons.codegen.engine.units import Kind, Unit
+from autograd_scons.codegen.engine.writer import prune, write_files
 
 from support.spec_facts import REPO
 

@@ -15,17 +15,17 @@ import sys
 import pytest
 
 from support import scenarios
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.incremental import Request
-from autograd_scons.codegen.keys import canonical, unit_key
-from autograd_scons.codegen.layout import slot_of
-from autograd_scons.codegen.manifest import FORMAT, MANIFEST
-from autograd_scons.codegen.native_cache import NATIVE_CACHE
-from autograd_scons.codegen.reasons import Reason, Why
-from autograd_scons.codegen.report import explain, layout_line, report
-from autograd_scons.codegen.units import Kind
+from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.keys import canonical, unit_key
+from autograd_scons.codegen.engine.layout import slot_of
+from autograd_scons.codegen.engine.manifest import FORMAT, MANIFEST
+from autograd_scons.codegen.engine.native_cache import NATIVE_CACHE
+from autograd_scons.codegen.engine.reasons import Reason, Why
+from autograd_scons.codegen.engine.update_report import explain, layout_line, report
+from autograd_scons.codegen.engine.units import Kind
 from support.scons_helpers import tree
 from support.spec_facts import REPO
 
@@ -305,7 +305,7 @@ def test_shadowed_text_stays_until_the_bucket_is_damaged(specs):
 KILLER = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 real, n = os.replace, [0]
 def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
     real(a, b)
@@ -362,7 +362,7 @@ def test_render_ignores_unkeyed_fields(specs):
 
 
 def test_keys_are_stable_across_processes(specs):
-    code = ("from autograd_scons.codegen import incremental as i\n"
+    code = ("from autograd_scons.codegen.engine import incremental as i\n"
             "from autograd_scons.codegen.emit.options import EmitOptions\n"
             "r = i.update(%r, %r, %r, request=i.Request(EmitOptions(kernels=False)))\n"
             "print(sorted(r.keys.items()))") % (str(specs.root / "other"), specs.nf, specs.d)

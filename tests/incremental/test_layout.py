@@ -1,14 +1,14 @@
-"""The compile layout's rules, as pure functions (codegen/layout.py,
-codegen/unity_files.py)."""
+"""The compile layout's rules, as pure functions (codegen/engine/layout.py,
+codegen/engine/unity_files.py)."""
 
 import pytest
 
-from autograd_scons.codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, PCH_MIN_TUS_CLANG, Layout,
+from autograd_scons.codegen.engine.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, PCH_MIN_TUS_CLANG, Layout,
                                             bucket_count, bucket_of, cold,
                                             parse_unity, plan, prelude_pays, slot_of)
-from autograd_scons.codegen.report import where
-from autograd_scons.codegen.units import Kind, Unit
-from autograd_scons.codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, translation_units
+from autograd_scons.codegen.engine.update_report import where
+from autograd_scons.codegen.engine.units import Kind, Unit
+from autograd_scons.codegen.engine.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, translation_units
 from autograd_scons.codegen.tree import TUKind
 
 NAMES = [f"Op{i}Backward0" for i in range(40)]

@@ -21,7 +21,7 @@ from support.load_helpers import FAKE_CXX, RUNNER, command, environ, example, ru
 from support.scons_helpers import clone, compiled, edit, scons
 from support.spec_facts import REPO
 
-from autograd_scons.codegen import lock
+from autograd_scons.codegen.engine import lock
 from autograd_scons.buildenv import runner
 
 
@@ -75,7 +75,7 @@ def precompiles(out):
 
 def test_the_prelude_is_precompiled_only_where_it_pays(ext):
     # The example's 3 TUs are too few for the precompile to pay
-    # (codegen/layout.py, prelude_pays): pch="auto" leaves it out.  pch=True
+    # (codegen/engine/layout.py, prelude_pays): pch="auto" leaves it out.  pch=True
     # builds it, and switching either way recompiles every object: none
     # built with the other setting is reused.
     call, env = ext

@@ -176,7 +176,7 @@ def test_each_modules_all_is_what_the_docs_name(name):
 def test_load_and_load_inline_share_one_frozen_set_of_keywords():
     import dataclasses
     import inspect
-    from autograd_scons.jit.request import LoadOptions
+    from autograd_scons.jit.load_request import LoadOptions
 
     def keywords(fn):
         return [(p.name, p.default) for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY]

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from autograd_scons.codegen.manifest import MANIFEST, read_manifest
+from autograd_scons.codegen.engine.manifest import MANIFEST, read_manifest
 from support.scons_helpers import FAKE_CXX, clone, compiled, edit, report, scons, snapshot, tree
 
 EXAMPLE_ARGS = (f"CXX={FAKE_CXX}",)
@@ -350,7 +350,7 @@ def test_two_builds_of_one_tree_never_interleave(built_repo):
     # that the patch is on the generator this build runs (a bare
     # `codegen.incremental` was a second copy that the build never called).
     slow = ("import os, runpy, time\nrunpy.run_path(os.path.join('site_scons', 'site_init.py'))\n"
-            "import autograd_scons.codegen.incremental as i\n_u = i.update\n"
+            "import autograd_scons.codegen.engine.incremental as i\n_u = i.update\n"
             "def update(*a, **k):\n"
             f"    deadline = time.monotonic() + 60\n"
             f"    while not os.path.exists({release!r}) and time.monotonic() < deadline:\n"

@@ -1,4 +1,4 @@
-"""The precompiled prelude's one policy (codegen/request.py, Pch): which TUs
+"""The precompiled prelude's one policy (codegen/engine/functions_request.py, Pch): which TUs
 take it, the same through `scons` (PCH=) as through load() (pch=,
 tests/python/test_load.py::test_the_prelude_is_precompiled_only_where_it_pays)."""
 
@@ -9,8 +9,8 @@ import pytest
 
 from support.scons_helpers import FAKE_CXX, clone, compiled, edit, scons
 
-from autograd_scons.codegen.layout import PCH_MIN_TUS, PCH_MIN_TUS_CLANG
-from autograd_scons.codegen.request import FunctionsRequest, Pch
+from autograd_scons.codegen.engine.layout import PCH_MIN_TUS, PCH_MIN_TUS_CLANG
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest, Pch
 from autograd_scons.codegen.tree import TUKind
 
 ARGS = ("-j2", f"CXX={FAKE_CXX}")

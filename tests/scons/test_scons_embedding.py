@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from autograd_scons.codegen.layout import slot_of
+from autograd_scons.codegen.engine.layout import slot_of
 
 from support.scons_helpers import REPO, compiled, edit, linked, report, scons
 
@@ -114,7 +114,7 @@ def test_host_project_no_op_then_one_edit_recompiles_one_object(host):
     # the unchanged header.
     edit_tu = f"edited_{slot_of('ScaleBackward0', 2)}.os"   # -j2: two edit TUs
     assert compiled(out) == [edit_tu]
-    # The bucket is linked as its weakened copy (codegen/weaken.py), through
+    # The bucket is linked as its weakened copy (codegen/engine/weaken.py), through
     # the host's environment, without any flag of the tool's.
     assert linked(out, "libhostops.so") == sorted([edit_tu, "bindings_0.os", "bucket_0.weak.os", "own.os"])
     assert "allow-multiple-definition" not in out

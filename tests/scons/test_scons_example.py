@@ -26,7 +26,7 @@ from support import extension_checks as checks
 from support.spec_facts import REPO, example_ops
 
 from autograd_scons.codegen.emit import python_bindings
-from autograd_scons.codegen.layout import bucket_of, slot_of
+from autograd_scons.codegen.engine.layout import bucket_of, slot_of
 
 pytestmark = pytest.mark.compile
 

@@ -47,9 +47,9 @@ def torchgen_functions() -> tuple[str, str]:
 # ------------------------------------------------------------ declarations
 
 # libtorch's classes are read by the product itself (a patch must match them).
-from autograd_scons.codegen.libtorch_classes import LibtorchClass as Struct  # noqa: E402,F401
-from autograd_scons.codegen.libtorch_classes import normalise_type  # noqa: E402,F401
-from autograd_scons.codegen.libtorch_classes import read_classes as read_structs  # noqa: E402,F401
+from autograd_scons.codegen.spec.libtorch_classes import LibtorchClass as Struct  # noqa: E402,F401
+from autograd_scons.codegen.spec.libtorch_classes import normalise_type  # noqa: E402,F401
+from autograd_scons.codegen.spec.libtorch_classes import read_classes as read_structs  # noqa: E402,F401
 
 
 # ------------------------------------------------------------- definitions
@@ -131,7 +131,7 @@ def read_definitions(text: str, op: str) -> Definitions:
 
 def load_op_infos(native_functions, derivatives, tags=None) -> list:
     """Every info that becomes a Function class, derived foreach ones included."""
-    from autograd_scons.codegen.units import load_units
+    from autograd_scons.codegen.engine.units import load_units
     return [u.subject for u in load_units(native_functions, derivatives, tags, kernels=False)]
 
 

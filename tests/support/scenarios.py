@@ -5,7 +5,7 @@ run at two levels: codegen.incremental alone (tests/incremental/test_incremental
 Each scenario is a list of text substitutions in the two spec files and what
 must follow: which Functions are regenerated (their text changed), which are
 removed, the Functions after, and what compiles.  The compile rules
-(codegen/layout.py) with the default layout, which for the tiny extension's
+(codegen/engine/layout.py) with the default layout, which for the tiny extension's
 three Functions is one bucket, and two jobs (two edit TUs), at both levels
 with the override the SCons tool uses on Linux: an edited Function whose
 header did not change compiles in its edit TU and its bucket is not
@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from autograd_scons.codegen.layout import slot_of
+from autograd_scons.codegen.engine.layout import slot_of
 from support.spec_facts import REPO
 
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
@@ -87,7 +87,7 @@ class Scenario:
     @property
     def linked(self) -> list[str]:
         """The objects on the link line: a bucket holding shadowed old text is
-        linked as its weakened copy (codegen/weaken.py)."""
+        linked as its weakened copy (codegen/engine/weaken.py)."""
         bucket = "bucket_0.weak.os" if self.shadowed else "bucket_0.os"
         return sorted([bucket, "bindings_0.os"] + [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])
 

@@ -1,5 +1,5 @@
 """Which Functions a patch of libtorch's own defines, and what it refuses
-(codegen/patch_selection.py), on small specs in ATen's shape whose
+(codegen/engine/patch_selection.py), on small specs in ATen's shape whose
 "installed" classes are our own rendering of the unedited specs."""
 
 import os
@@ -9,10 +9,10 @@ import pytest
 from autograd_scons.codegen.emit.functions import render_op
 from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, EmitOptions, PatchTarget
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.incremental import Request, update
-from autograd_scons.codegen.patch_selection import BOUND_LOCALLY, HIDDEN_HELPER, called, select
+from autograd_scons.codegen.engine.incremental import Request, update
+from autograd_scons.codegen.engine.patch_selection import BOUND_LOCALLY, HIDDEN_HELPER, called, select
 from autograd_scons.codegen.tree import PATCH_REFERENCE, PATCH_SUMMARY
-from autograd_scons.codegen.units import load_units
+from autograd_scons.codegen.engine.units import load_units
 
 NATIVE = """\
 - func: sin(Tensor self) -> Tensor
@@ -124,7 +124,7 @@ def test_the_references_digests_are_kept_and_a_damaged_copy_is_made_again(specs,
     chosen(specs, DERIVATIVES)
     cache = os.path.join(out, PATCH_REFERENCE)
     assert os.path.isfile(cache)
-    import autograd_scons.codegen.patch_selection as ps
+    import autograd_scons.codegen.engine.patch_selection as ps
     loads = []
     monkeypatch.setattr(ps, "load_units", lambda *a, **k: loads.append(a) or load_units(*a, **k))
     chosen(specs, DERIVATIVES)

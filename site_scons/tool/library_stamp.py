@@ -18,9 +18,9 @@ import SCons.Node
 import SCons.Script
 import SCons.Subst
 
-from autograd_scons.codegen.keys import digest
+from autograd_scons.codegen.engine.keys import digest
 from autograd_scons.codegen.tree import MANIFEST
-from autograd_scons.codegen.writer import stat_of, write_atomic
+from autograd_scons.codegen.engine.writer import stat_of, write_atomic
 
 SUFFIX = ".autograd-stamp"
 _pending: list = []    # (path, key, lib node, object paths), written at exit

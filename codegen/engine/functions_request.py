@@ -18,9 +18,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .emit.options import EmitOptions, PatchTarget, parse_python
+from ..emit.options import EmitOptions, PatchTarget, parse_python
 from .layout import AUTO, parse_unity, prelude_pays
-from .tree import TUKind
+from ..tree import TUKind
 
 
 class Pch(enum.Enum):

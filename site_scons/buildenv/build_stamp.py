@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from autograd_scons.codegen.writer import stat_of
+from autograd_scons.codegen.engine.writer import stat_of
 
 INPUTS = ".build_inputs.json"  # written by record_inputs (the SCons side)
 
@@ -132,7 +132,7 @@ def write_json(path: str, value) -> None:
 
 
 def write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
-    from autograd_scons.codegen.writer import write_atomic  # (the generator beside this package)
+    from autograd_scons.codegen.engine.writer import write_atomic  # (the generator beside this package)
     write_atomic(path, data, mode)
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Callable, NamedTuple, Optional, Sequence, Union
 
-from .api.autograd import SavedAttribute, uses_ident
-from .api.cpp import (CType, OptionalCType, VectorCType, boolT, layoutT, longT, scalarTypeT, stringViewT,
+from ..api.autograd import SavedAttribute, uses_ident
+from ..api.cpp import (CType, OptionalCType, VectorCType, boolT, layoutT, longT, scalarTypeT, stringViewT,
                       symIntArrayRefT, symIntT, tensorGeometryT, tensorOptionsT, typeAndSizeT)
 
 

@@ -34,11 +34,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .emit.options import PatchTarget
-from .errors import SpecError
+from ..emit.options import PatchTarget
+from ..errors import SpecError
 from .keys import digest, dumps, generator_version, hash_of
-from .libtorch_classes import LibtorchClass, normalise_type, read_classes
-from .tree import PATCH_REFERENCE
+from ..spec.libtorch_classes import LibtorchClass, normalise_type, read_classes
+from ..tree import PATCH_REFERENCE
 from .units import Kind, Unit, load_units
 from .writer import write_atomic
 
@@ -116,7 +116,7 @@ def called(info) -> set[str]:
 def _problem(u: Unit, theirs: Optional[LibtorchClass], hidden: frozenset,
              bound: frozenset) -> Optional[tuple[str, str]]:
     """(reason, one-line message) why `u` cannot be patched, or None."""
-    from .emit.functions import class_layout  # (the emitter: on use, as units.py does)
+    from ..emit.functions import class_layout  # (the emitter: on use, as units.py does)
     name = u.name
     if theirs is None:
         return NOT_IN_LIBTORCH, (f"'{name}' is not a class of the installed libtorch (a new entry, or a "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .api.autograd import IDENT, Derivative, uses_ident
+from ..api.autograd import IDENT, Derivative, uses_ident
 
 _GRAD_INDEX_RE = re.compile(r"(?:^|\W)grads\[(\d+)\]")
 _GRADS_RE = re.compile(IDENT.format("grads"))

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from .errors import SpecError
+from ..errors import SpecError
 
 try:
     _Loader = yaml.CSafeLoader

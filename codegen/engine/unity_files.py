@@ -15,8 +15,8 @@ import re
 from typing import Callable, Iterable, Sequence
 
 from .layout import Layout, slot_of
-from .templates import load
-from .tree import BANNER, SUPPORT_CPP as SUPPORT, UNITY, TranslationUnit, TUKind, bucket_file, edit_file, include
+from ..templates import load
+from ..tree import BANNER, SUPPORT_CPP as SUPPORT, UNITY, TranslationUnit, TUKind, bucket_file, edit_file, include
 from .units import Unit
 
 _BUCKET = load("unity_bucket.cpp")

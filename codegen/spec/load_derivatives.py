@@ -19,14 +19,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from .api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
+from ..api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
                            unique_by_name, uses_ident)
-from .api.cpp import Binding, cpp_arguments, return_names, return_type
-from .errors import SpecError
+from ..api.cpp import Binding, cpp_arguments, return_names, return_type
+from ..errors import SpecError
 from .grad_usage import check_grad_usage as _check_grad_usage, grad_indices as _grad_indices
 from .matching import Matcher, view_copy_infos
 from .saved_attributes import saved_attributes
-from .model import INPLACE, FunctionSchema, Type
+from ..api.model import INPLACE, FunctionSchema, Type
 from .native_functions import NativeFunction, NativeSpec, load_tags, parse_native_functions
 from .yaml_io import Entry, load_entries, read_text
 

@@ -6,7 +6,7 @@ import difflib
 
 from .incremental import Result
 from .layout import Layout, bucket_of, slot_of
-from .tree import TUKind, bucket_file, edit_file
+from ..tree import TUKind, bucket_file, edit_file
 from .units import Kind
 
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .api.native import NativeFunction, NativeSpec, ViewGroup
-from .model import FunctionSchema, OperatorName
-from .schema_parts import Annotation, Argument, Arguments, BaseType, CustomClassType, ListType, OptionalType, Return
+from ..api.native import NativeFunction, NativeSpec, ViewGroup
+from ..api.model import FunctionSchema, OperatorName
+from ..api.schema_parts import Annotation, Argument, Arguments, BaseType, CustomClassType, ListType, OptionalType, Return
 
 _CLASSES = {c.__name__: c for c in (NativeSpec, NativeFunction, ViewGroup, FunctionSchema, OperatorName, Arguments,
                                     Argument, Return, Annotation, BaseType, CustomClassType, ListType, OptionalType)}

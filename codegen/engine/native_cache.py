@@ -35,11 +35,11 @@ from typing import Optional
 
 import xxhash
 
-from .api.native import NativeSpec
+from ..api.native import NativeSpec
 from .keys import generator_version
-from .native_functions import parse_native_functions
+from ..spec.native_functions import parse_native_functions
 from .native_records import decode, encode
-from .tree import NATIVE_CACHE  # noqa: F401  (its file's name: tree.py owns every name)
+from ..tree import NATIVE_CACHE  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
 _MAGIC = b"autograd-native-cache 2 "
 

@@ -1,6 +1,6 @@
 """Override exactly an edited unit's old definitions in a bucket's object.
 
-While an edited unit is shadowed (codegen/layout.py), its old text stays in
+While an edited unit is shadowed (codegen/engine/layout.py), its old text stays in
 its bucket's object and its new text is in an edit TU's.  Linking both would
 define its functions twice.  Instead of telling the linker to take the first
 of *any* two definitions (`--allow-multiple-definition`, which also hides a
@@ -20,7 +20,7 @@ import shutil
 import subprocess
 from typing import Iterable, Sequence
 
-from .errors import Error
+from ..errors import Error
 
 # `nm -P` types of strong definitions of global symbols (code, data, bss,
 # read-only, small data); W/V (weak) and U (undefined) are not.

@@ -13,8 +13,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .errors import SpecError
-from .tree import FUNCTIONS, OPS
+from ..errors import SpecError
+from ..tree import FUNCTIONS, OPS
 
 # Room under the usual 255-byte file-name limit for a suffix (`.cpp`, `.os`)
 # and the writer's temporary (`.<name>.<pid>.tmp`).
@@ -51,9 +51,9 @@ class Unit:
     def render(self, opts: Any) -> dict[str, str]:
         # The emitters load on the first render: the manifest fast path needs none.
         if self.kind is Kind.FUNCTION:
-            from .emit.functions import render_op
+            from ..emit.functions import render_op
             return render_op(self.subject, opts)
-        from .emit.kernels import render_kernel
+        from ..emit.kernels import render_kernel
         return render_kernel(self.subject, opts)
 
     def where(self) -> tuple[Optional[str], Optional[int], str]:
@@ -72,10 +72,10 @@ def load_units(native_functions: str, derivatives: str, tags: Optional[str] = No
     SpecError if two units would write the same file.  `native_cache`: see
     load_derivatives.load_specs."""
     # (imported here, as in Unit.render: the manifest fast path loads no parser or emitter)
-    from .emit.functions import op_infos
-    from .emit.kernels import kernel_units
-    from .foreach import derive_foreach_infos
-    from .load_derivatives import infos_from_specs, load_specs
+    from ..emit.functions import op_infos
+    from ..emit.kernels import kernel_units
+    from ..spec.foreach import derive_foreach_infos
+    from ..spec.load_derivatives import infos_from_specs, load_specs
     specs = load_specs(native_functions, derivatives, tags, native_cache)
     infos = infos_from_specs(specs)
     derived = op_infos(derive_foreach_infos(infos, specs.native))

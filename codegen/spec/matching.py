@@ -5,10 +5,10 @@ variant of its signature group the entry's base name means), and the
 
 from __future__ import annotations
 
-from .api.autograd import DifferentiabilityInfo
-from .api.cpp import api_name
-from .api.native import NativeFunction, NativeSpec
-from .errors import SpecError
+from ..api.autograd import DifferentiabilityInfo
+from ..api.cpp import api_name
+from ..api.native import NativeFunction, NativeSpec
+from ..errors import SpecError
 
 
 class Matcher:

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
-from .tree import BUCKET_SEED, SLOT_SEED, placed
+from ..tree import BUCKET_SEED, SLOT_SEED, placed
 
 # Buckets smaller than this are not worth a TU of their own: the headers
 # cost tens of units' worth of code.

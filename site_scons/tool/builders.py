@@ -3,7 +3,7 @@
 Thin glue over `codegen.incremental`.  Generation happens while the
 SConscripts are read (write-if-changed, manifest fast path), and the
 generated translation units (unity buckets, and the units compiled on their
-own: see codegen/layout.py) are returned as plain source nodes: SCons then
+own: see codegen/engine/layout.py) are returned as plain source nodes: SCons then
 treats them like any other source, so a no-op build costs what the same
 files would cost checked in, and only TUs whose bytes (or included files)
 changed recompile.  Headers are found by SCons's C scanner through `outdir`
@@ -26,10 +26,10 @@ come in link order.  While an edited unit overrides its old text in a
 bucket (`AUTOGRAD_OVERRIDE`, on where objcopy and nm work on ELF objects),
 the call returns object nodes for the edit TUs and, for each bucket holding
 old text, a copy of its object with exactly the symbols the edit TUs define
-made weak (codegen/weaken.py): any environment can link them, and every
+made weak (codegen/engine/weaken.py): any environment can link them, and every
 other duplicate symbol still fails the link.  `pch=` (False by default;
 True, "auto") is the precompiled prelude's policy, the same at every entry
-point (codegen/request.py, Pch): the TUs that take the prelude (GCC's or
+point (codegen/engine/functions_request.py, Pch): the TUs that take the prelude (GCC's or
 clang's, tool/pch.py: shared per torch, compiler and flags where
 $AUTOGRAD_PRELUDE_DIR is set) come back as their shared objects.  `env.AutogradLibrary(target,
 outdir, ...)` also links them into one shared library and, when nothing at
@@ -56,14 +56,14 @@ from autograd_scons.tool import compat
 from autograd_scons.tool import launcher
 from autograd_scons.tool import override
 from autograd_scons.tool import pch
-from autograd_scons.tool import report
-from autograd_scons.tool import stamp
+from autograd_scons.tool import closing_report
+from autograd_scons.tool import library_stamp
 from autograd_scons.tool.pch import PCHCOM, compiler_family, never_run, pch_objects
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.errors import SpecError, os_error_line
-from autograd_scons.codegen.request import FunctionsRequest, Pch
-from autograd_scons.codegen.lock import lock_folder, remove_made_folder
-from autograd_scons.codegen.manifest import read_manifest
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest, Pch
+from autograd_scons.codegen.engine.lock import lock_folder, remove_made_folder
+from autograd_scons.codegen.engine.manifest import read_manifest
 from autograd_scons.codegen.tree import MANIFEST, OWNED_FOLDERS, TUKind
 
 
@@ -75,7 +75,7 @@ def _fail(message):
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
 _TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override,
-                                                 pch, pch.pch_compilers, report)]
+                                                 pch, pch.pch_compilers, closing_report)]
 
 
 def _no_duplicate(node):
@@ -88,7 +88,7 @@ def _no_duplicate(node):
 def _compiled(env, out, request, result, nodes, own=(), plain=lambda n: n):
     """`nodes` (the generated TUs) and then `own` (the caller's sources), each
     as an object against the precompiled prelude where the request's policy
-    gives it the prelude (codegen/request.py, Pch), else as `plain(node)`."""
+    gives it the prelude (codegen/engine/functions_request.py, Pch), else as `plain(node)`."""
     kinds = [t.kind for t in result.tus] if result is not None else [None] * len(nodes)
     kinds += [None] * len(own)  # the caller's sources count as a cold build's TUs
     everything = list(nodes) + list(own)
@@ -105,7 +105,7 @@ def AutogradFunctions(env, outdir, native_functions=None, derivatives=None, pch_
     kernels including ATen), compiled against the same precompiled prelude
     where the generated TUs take it (it then reads the prelude instead of
     parsing torch's headers again).  The options are FunctionsRequest.of's
-    (codegen/request.py), or `request=` one built already (load()'s)."""
+    (codegen/engine/functions_request.py), or `request=` one built already (load()'s)."""
     request = _request(outdir, native_functions, derivatives, options, request)
     pch_sources = list(pch_sources)
     # (they compile alongside the buckets: the automatic bucket count leaves them their cores)
@@ -185,12 +185,12 @@ def _generate(env, outdir, request, others=0):
         # `scons generate`: generate (done while reading) and build nothing.
         # The manifest, written last, stands for the whole generated tree.
         env.Alias(alias, out.File(MANIFEST))
-    return nodes, result, report.REPORT.add(out, result) if result is not None else None
+    return nodes, result, closing_report.REPORT.add(out, result) if result is not None else None
 
 
 # generated folder -> its specs' paths: a library linked from its objects is
 # checked for kernels that native_functions.yaml declares and no object
-# defines (codegen/kernel_check.py), before anything can load it.
+# defines (codegen/engine/kernel_check.py), before anything can load it.
 _KERNEL_SPECS: dict = {}
 
 
@@ -210,8 +210,8 @@ def _shared_library(env, *args, **kw):
 
 def _check_kernels(target, specs):
     from autograd_scons.codegen.emit.kernels import kernel_units
-    from autograd_scons.codegen.kernel_check import missing_kernels, undefined_symbols
-    from autograd_scons.codegen.load_derivatives import infos_from_specs, load_specs
+    from autograd_scons.codegen.engine.kernel_check import missing_kernels, undefined_symbols
+    from autograd_scons.codegen.spec.load_derivatives import infos_from_specs, load_specs
     lines = undefined_symbols(target[0].abspath)
     if not lines or not any("::native::" in x for x in lines):
         return 0
@@ -226,7 +226,7 @@ def _check_kernels(target, specs):
 
 def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None, request=None, **options):
     """Generate, compile and link the Functions into one shared library
-    (the options are AutogradFunctions'); when a stamp (stamp.py) says
+    (the options are AutogradFunctions'); when a stamp (library_stamp.py) says
     nothing changed since it was built, return it as a plain file without
     declaring the per-op graph."""
     request = _request(outdir, native_functions, derivatives, options, request)
@@ -237,7 +237,7 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
     precompiles = request.pch is not Pch.OFF
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
-    stamp_path = lib_file.abspath + stamp.SUFFIX
+    stamp_path = lib_file.abspath + library_stamp.SUFFIX
     objects_rel = [os.path.splitext(r)[0] + env.subst("$SHOBJSUFFIX") for r in (result.sources if result else [])]
     alias, targets = env.subst("$AUTOGRAD_GENERATE_ALIAS"), SCons.Script.COMMAND_LINE_TARGETS
     if result is not None and alias and targets and all(t == alias for t in targets):
@@ -245,9 +245,9 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
     commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if precompiles else "", "$AUTOGRAD_PCH_KEY",
                 "$AUTOGRAD_PRELUDE_DIR"]
     key = None
-    if result is not None and stamp.fast_path_allowed(env, result, lib_file):
-        key = stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
-        if stamp.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
+    if result is not None and library_stamp.fast_path_allowed(env, result, lib_file):
+        key = library_stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
+        if library_stamp.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
             record.note = "library up to date since its last build: per-op graph not declared"
             return SCons.Util.NodeList([lib_file])
     objects = override.overridden(env, out, result, SCons.Util.NodeList(
@@ -258,9 +258,9 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
         # An older stamp can stay: whatever this build changes changes the
         # key (manifest) or the stats it records, so it cannot match again.
         if key is None and not env.get("SHLIBVERSION"):
-            key = stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
+            key = library_stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
         if key is not None:
-            stamp.write_later(stamp_path, key, lib[0], [os.path.join(out.abspath, r) for r in objects_rel])
+            library_stamp.write_later(stamp_path, key, lib[0], [os.path.join(out.abspath, r) for r in objects_rel])
     return lib
 
 
@@ -284,7 +284,7 @@ def generate(env):
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
     env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
                    AUTOGRAD_PRELUDE_DIR="", AUTOGRAD_SHAREDPCHCOMSTR="Shared precompiled prelude: $TARGET",
-                   # Weak symbols in ELF objects (codegen/weaken.py); Mach-O's and COFF's
+                   # Weak symbols in ELF objects (codegen/engine/weaken.py); Mach-O's and COFF's
                    # are not attempted: their buckets are rewritten.
                    AUTOGRAD_OVERRIDE=sys.platform.startswith(("linux", "freebsd")),
                    AUTOGRAD_NM="nm", AUTOGRAD_OBJCOPY="objcopy",

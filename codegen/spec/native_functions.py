@@ -9,13 +9,13 @@ import re
 import string
 from typing import Optional, Sequence
 
-from .errors import SpecError
-from .model import (FUNCTIONAL, INPLACE, MUTABLE, OUT, Annotation, Argument, Arguments,
+from ..errors import SpecError
+from ..api.model import (FUNCTIONAL, INPLACE, MUTABLE, OUT, Annotation, Argument, Arguments,
                     BaseType, FunctionSchema, OperatorName, Return, SchemaError,
                     check_name, is_tensor_like)
 from .yaml_io import Entry, load_entries, read_text
 
-from .api.native import _CIA, NativeFunction, NativeSpec, ViewGroup
+from ..api.native import _CIA, NativeFunction, NativeSpec, ViewGroup
 
 # A quirk of ATen's own spec: this in-place op's schema cannot be paired with
 # derived functional/out= variants, so none are derived for it.

@@ -19,7 +19,7 @@ import SCons.Node.FS
 import SCons.Script
 
 from autograd_scons.tool.override import WEAK_OBJECTS
-from autograd_scons.codegen.report import explain, foreign_line, layout_line, report
+from autograd_scons.codegen.engine.update_report import explain, foreign_line, layout_line, report
 from autograd_scons.codegen.tree import bucket_index
 
 _OBJECT_SUFFIXES = (".o", ".os", ".obj")

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from .tree import MARKER
+from ..tree import MARKER
 
 _TMP = ".tmp"
 # What a compiler makes of a generated TU next to it: removed with the TU.

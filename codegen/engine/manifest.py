@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from .keys import UnitKey, digest, dumps
 from .layout import Layout
-from .tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)
+from ..tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
 
 FORMAT = 3

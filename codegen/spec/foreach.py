@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .api.autograd import (Derivative, DifferentiabilityInfo, ForwardDerivative, SavedAttribute,
+from ..api.autograd import (Derivative, DifferentiabilityInfo, ForwardDerivative, SavedAttribute,
                            unique_by_name)
-from .api.cpp import CType, api_name, argument_type, cpp_arguments, tensorListT
-from .errors import SpecError
-from .model import FUNCTIONAL, INPLACE, OUT, Argument, FunctionSchema, ListType, is_tensor_like
+from ..api.cpp import CType, api_name, argument_type, cpp_arguments, tensorListT
+from ..errors import SpecError
+from ..api.model import FUNCTIONAL, INPLACE, OUT, Argument, FunctionSchema, ListType, is_tensor_like
 from .native_functions import NativeFunction, NativeSpec
 
 # Foreach ops that lack their reference's trailing `alpha`, so their

@@ -12,7 +12,7 @@ one.
 Python (`load()`, the editable install's rebuild on import), held for a
 `with` block:
 
-    from autograd_scons.codegen.lock import BuildLock, LockTimeout
+    from autograd_scons.codegen.engine.lock import BuildLock, LockTimeout
     with BuildLock(folder, timeout=None, label="load(myops)") as lock:
         ...                      # up-to-date check, generate, compile, link
         lock.set_group(pgid, top)   # the build's process group and folder (the runner does it)
@@ -46,8 +46,8 @@ import sys
 import time
 from typing import Callable, Optional
 
-from .errors import Error
-from .tree import LOCK
+from ..errors import Error
+from ..tree import LOCK
 
 _held: dict[str, int] = {}   # folder -> fd, for the life of the process
 

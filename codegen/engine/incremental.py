@@ -20,13 +20,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .emit import python_bindings
-from .emit.lines import render_lines
-from .emit.options import EmitOptions, with_default_namespace
-from .errors import SpecError
+from ..emit import python_bindings
+from ..emit.lines import render_lines
+from ..emit.options import EmitOptions, with_default_namespace
+from ..errors import SpecError
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
-from .tree import (MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind, bucket_file,
+from ..tree import (MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind, bucket_file,
                    bucket_index, translation_unit)
 from .unity_files import included, included_by_members, render_buckets, render_edit_tus, translation_units
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
@@ -97,7 +97,7 @@ class Renderer:
 
 def default_renderer() -> Renderer:
     # Imported here: the manifest fast path never loads the emitters.
-    from .emit.functions import render_shared
+    from ..emit.functions import render_shared
     return Renderer(load_units, render_shared)
 
 
@@ -150,7 +150,7 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
                       keys={k.name: k.key for k in old.units})
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
-    from .load_derivatives import gc_paused  # (the parser: the slow path only)
+    from ..spec.load_derivatives import gc_paused  # (the parser: the slow path only)
     cache = NativeCache(os.path.join(out_dir, NATIVE_CACHE))
     try:
         # The units, keys and texts are ~10^6 live objects at 8x torch's specs:
@@ -344,7 +344,7 @@ class _Rendered:
 def _unchecked_inputs(units: list) -> dict:
     """Each op kernel's tensor inputs that have no formula (legal, as in
     ATen: refused at run time when they require grad), for the report."""
-    from .emit.kernels import inputs_without_formula
+    from ..emit.kernels import inputs_without_formula
     out = {}
     for u in units:
         info = getattr(u.subject, "info", None) if u.kind is Kind.KERNEL else None

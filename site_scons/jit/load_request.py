@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable, Optional, TypeVar
 
 from autograd_scons.codegen.errors import Error
-from autograd_scons.codegen.request import FunctionsRequest
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 
 
 class LoadError(Error, RuntimeError):

@@ -2,7 +2,7 @@
 installed `torch/csrc/autograd/generated/Functions.h` (or of any text in
 that shape, ours included): each class's base, data members and methods.
 
-A patch of libtorch's Functions (codegen/patch_selection.py) must define members of
+A patch of libtorch's Functions (codegen/engine/patch_selection.py) must define members of
 exactly these classes: libtorch's autograd kernels construct them and fill
 their members, so the layout is theirs and not the specs'.
 

@@ -15,8 +15,8 @@ import shutil
 import subprocess
 from typing import Iterable, Optional
 
-from .emit.dispatch import dispatch_of, key_line
-from .emit.kernels import KernelUnit, signature_of
+from ..emit.dispatch import dispatch_of, key_line
+from ..emit.kernels import KernelUnit, signature_of
 
 _DEMANGLED = re.compile(r"^\s*U\s+(?P<name>[\w:]+)\((?P<params>.*)\)\s*$")
 
