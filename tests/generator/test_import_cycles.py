@@ -30,7 +30,7 @@ def _modules() -> dict[str, str]:
     found = {}
     for folder_name, package in (("site_scons", "autograd_scons"), ("codegen", "autograd_scons.codegen")):
         top = os.path.join(REPO, folder_name)
-        for folder, subdirs, names in os.walk(top):   # (site_scons/codegen, a link, is not followed)
+        for folder, subdirs, names in os.walk(top):
             rel_folder = os.path.relpath(folder, top)
             # ship/templates/ holds a new project's files, not modules of the package
             subdirs[:] = [d for d in subdirs if d != "__pycache__"
