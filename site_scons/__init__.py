@@ -48,6 +48,7 @@ def _checkout_generator() -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules["autograd_scons.codegen"] = module
     spec.loader.exec_module(module)
+    setattr(sys.modules[__name__], "codegen", module)   # as the import system sets a sub-package
 
 
 _checkout_generator()

@@ -108,9 +108,9 @@ def _record_inputs(env, library, files):
     stamp): the library's inputs, `files` and the SConstruct, and the
     generator's and this package's modules."""
     from autograd_scons.buildenv import build_stamp
-    package = os.path.dirname(TOOLPATH)   # this package, the generator inside it
     extra = [env.File(p).srcnode().abspath for p in files] + [env.File("#SConstruct").abspath]
-    build_stamp.record_inputs(library, os.path.join(env["BUILD"], build_stamp.INPUTS), extra=extra, code_roots=[package])
+    build_stamp.record_inputs(library, os.path.join(env["BUILD"], build_stamp.INPUTS), extra=extra,
+                             code_roots=build_stamp.tool_code_roots())
 
 
 def _write_if_changed(path, data):

@@ -76,7 +76,7 @@ def hash_of(obj: Any) -> str:
 def generator_version() -> str:
     """Hash of the generator's own source (every file of the codegen package
     but bytecode): editing a template or a helper regenerates everything."""
-    root = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the package codegen/, every stage
     h = xxhash.xxh3_128()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")

@@ -146,6 +146,16 @@ def write_stamp(stamp_path: str, key, inputs_path: str, outputs=()) -> None:
     write_json(stamp_path, dict(recorded, key=key, outputs=rows))
 
 
+def tool_code_roots() -> list[str]:
+    """The folders of the tool's and the generator's modules, as
+    `record_inputs` takes them: this package's, and the generator's where
+    it is not inside it (a checkout's codegen/, beside site_scons/)."""
+    import autograd_scons
+    import autograd_scons.codegen
+    roots = [os.path.dirname(os.path.abspath(m.__file__)) for m in (autograd_scons, autograd_scons.codegen)]
+    return [r for r in roots if not any(r.startswith(o + os.sep) for o in roots if o != r)]
+
+
 def record_inputs(targets, inputs_path: str, extra=(), code_roots=()) -> None:
     """SCons side (call in the SConstruct, after declaring `targets`): when
     the build succeeds, write every file the targets depend on to

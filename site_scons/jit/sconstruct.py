@@ -45,11 +45,11 @@ if tool_report.REPORT.records:
     print(f"{runner.GENERATED_TAG}generated gen/: {report(tool_report.REPORT.records[-1].result)}",
           flush=True)
 lib = env.SharedLibrary(os.path.join("obj", request.name), objects, SHLIBPREFIX="")
-# The tool's and the generator's modules count as inputs: the package folder.
+# The tool's and the generator's modules count as inputs (build_stamp.tool_code_roots).
 package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
 build_stamp.record_inputs(lib, build_stamp.INPUTS,
                      extra=["load_spec.json", os.path.join(package, "jit", "sconstruct.py")]
                      + [p for p in (request.functions.native_functions, request.functions.derivatives,
                                     request.functions.tags) if p],
-                     code_roots=[package])
+                     code_roots=build_stamp.tool_code_roots())
 Default(lib)

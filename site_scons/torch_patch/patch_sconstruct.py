@@ -44,5 +44,5 @@ build_stamp.record_inputs(lib, build_stamp.INPUTS,
                      extra=[SPEC, os.path.join(package, "torch_patch", "patch_sconstruct.py"), target.functions_h]
                      + [p for p in (request.native_functions, request.derivatives, request.tags,
                                     *target.reference, spec["functions_manual"]) if p],
-                     code_roots=[package])
+                     code_roots=build_stamp.tool_code_roots())
 Default(lib)

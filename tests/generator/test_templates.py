@@ -122,9 +122,20 @@ def test_computed_lines_are_not_fixed_cxx():
                      'y = load("op.cpp").lines(args=", ".join(names))\n', "e.py") == []
 
 
+# The generator copied to the current folder, registered under its one name.
+_COPY_AS_THE_GENERATOR = """
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location("autograd_scons.codegen", os.path.abspath("codegen/__init__.py"),
+                                              submodule_search_locations=[os.path.abspath("codegen")])
+sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sys.modules[spec.name])
+from autograd_scons.codegen.engine.keys import generator_version
+print(generator_version())
+"""
+
+
 def _version(root: str) -> str:
-    return subprocess.run([sys.executable, "-c", "from codegen.keys import generator_version; "
-                           "print(generator_version())"], cwd=root, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", _COPY_AS_THE_GENERATOR], cwd=root, capture_output=True, text=True,
                           check=True).stdout.strip()
 
 

@@ -46,6 +46,12 @@ def test_a_second_process_compiles_nothing_and_says_nothing(ext):
     call, env = ext
     first = run(call, env).stdout
     assert sorted(compiled(first)) == ["bindings_0.os", "bucket_0.os", "kernels.os"]
+    # the tool's and the generator's modules are inputs of the stamp: editing either rebuilds
+    # (a checkout's generator, codegen/, is beside the package's folder, not inside it)
+    with open(os.path.join(call["build_directory"], ".up_to_date.json")) as f:
+        inputs = [row[0] for row in json.load(f)["inputs"]]
+    for folder in ("codegen", "site_scons"):
+        assert any(p.startswith(os.path.join(REPO, folder, "")) and p.endswith(".py") for p in inputs), folder
     log = os.path.join(call["build_directory"], "build.log")
     before = os.stat(log).st_mtime_ns
     quiet = run(dict(call, verbose=False), env).stdout
