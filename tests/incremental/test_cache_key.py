@@ -12,10 +12,10 @@ import pytest
 
 from support import scenarios
 from support.spec_facts import REPO
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.incremental import Request
-from autograd_scons.codegen.request import Pch
+from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.functions_request import Pch
 from autograd_scons.codegen.tree import TUKind
 
 TINY = EmitOptions(kernels=False)
