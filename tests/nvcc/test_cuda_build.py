@@ -168,12 +168,14 @@ def test_the_launcher_goes_before_nvcc_out_of_the_signature(copy, cuda_home, tmp
     ({"TORCH_CUDA_ARCH_LIST": "8.0;9.O"},
      "TORCH_CUDA_ARCH_LIST='8.0;9.O': '9.O' is not a CUDA architecture (e.g. '8.0', '9.0a', '9.0+PTX', "
      "'Ampere'; ';' or ' ' between them)"),
-    ({"FAKE_NVCC_RELEASE": "12.4"},
-     "nvcc {home}/bin/nvcc is CUDA 12.4, but torch {version} was built with CUDA 13.0: their major versions "
-     "must match (set CUDA_HOME to a CUDA 13 toolkit, or build without the CUDA kernels: CUDA=0)"),
-    ({"CUDA_HOME": "{home}/missing"},
-     "torch {version} is a CUDA 13.0 build, but no nvcc was found (looked in $CUDA_HOME/bin): install the "
-     "CUDA 13 toolkit, set CUDA_HOME to it, or build without the CUDA kernels (CUDA=0)"),
+    pytest.param({"FAKE_NVCC_RELEASE": "12.4"},
+                 "nvcc {home}/bin/nvcc is CUDA 12.4, but torch {version} was built with CUDA 13.0: their major "
+                 "versions must match (set CUDA_HOME to a CUDA 13 toolkit, or build without the CUDA kernels: CUDA=0)",
+                 marks=pytest.mark.compile),
+    pytest.param({"CUDA_HOME": "{home}/missing"},
+                 "torch {version} is a CUDA 13.0 build, but no nvcc was found (looked in $CUDA_HOME/bin): install "
+                 "the CUDA 13 toolkit, set CUDA_HOME to it, or build without the CUDA kernels (CUDA=0)",
+                 marks=pytest.mark.compile),
 ])
 def test_a_build_that_cannot_use_nvcc_is_one_line(tmp_path, cuda_home, over, message):
     root = clone(tmp_path / "repo")

@@ -122,7 +122,8 @@ def scons_compiles(tmp_path, change):
 
 
 # the fast tier keeps a formula and a header edit; a listed source's is the full tier's (tests/conftest.py)
-@pytest.mark.parametrize("what", ["formula", "header", pytest.param("source", marks=pytest.mark.compile)])
+@pytest.mark.parametrize("what", ["formula", pytest.param("header", marks=pytest.mark.compile),
+                                  pytest.param("source", marks=pytest.mark.compile)])
 def test_an_edit_recompiles_what_scons_would(ext, tmp_path, what):
     call, env = ext
     run(call, env)
@@ -218,7 +219,7 @@ def _stalled_compilers(folder):
     return found
 
 
-@pytest.mark.parametrize("step", ["compile", "link"])
+@pytest.mark.parametrize("step", [pytest.param("compile", marks=pytest.mark.compile), "link"])
 def test_a_killed_builder_never_blocks_nor_poisons_the_next_load(ext, step):
     call, env = ext
     if step == "link":  # a library is loaded already; the edit's relink is killed

@@ -55,7 +55,7 @@ def test_two_extensions_and_two_folders_at_once(tmp_path):
                       .replace("self, ", "self, 9", 1)) for c in calls]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, pytest.param(signal.SIGINT, marks=pytest.mark.compile)])
 def test_a_build_killed_after_the_edit_compiled_then_undone_loads_the_undone_source(tmp_path, sig):
     folder = tmp_path / "build"
     assert loads(fp_call("m3", folder, 1)) == "1"

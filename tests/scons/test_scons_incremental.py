@@ -92,7 +92,7 @@ os.replace = _die_after
 """
 
 
-@pytest.mark.parametrize("sig", ["SIGKILL", "SIGINT"])   # SIGINT: Ctrl-C
+@pytest.mark.parametrize("sig", [pytest.param("SIGKILL", marks=pytest.mark.compile), "SIGINT"])   # SIGINT: Ctrl-C
 def test_killed_generation_then_build_equals_clean_build(proj, tmp_path, sig):
     before = snapshot(path(proj, GEN))
     for _, old, new in (scenarios.FORMULA, scenarios.FORMULA_MUL):

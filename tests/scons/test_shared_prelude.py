@@ -50,7 +50,7 @@ def keys(prelude_dir):
     return sorted(os.listdir(prelude_dir)) if os.path.isdir(prelude_dir) else []
 
 
-@pytest.mark.parametrize("family", ["gcc", "clang"])
+@pytest.mark.parametrize("family", ["gcc", pytest.param("clang", marks=pytest.mark.compile)])
 def test_every_tu_of_the_example_takes_the_prelude_under_either_compiler(tmp_path, family):
     # PCH=auto (codegen/engine/functions_request.py): the example's 4 cold TUs pay for clang's
     # precompile (from 2), not for GCC's (from 5); PCH=1 gives it to every TU
@@ -105,7 +105,7 @@ def test_clean_keeps_the_shared_prelude(tmp_path):
     assert precompiles(build(root, cxx, shared)) == []
 
 
-@pytest.mark.parametrize("family", ["gcc", "clang"])
+@pytest.mark.parametrize("family", [pytest.param("gcc", marks=pytest.mark.compile), "clang"])
 def test_load_takes_the_prelude_in_a_cold_build_under_clang_only(tmp_path, family):
     # load()'s pch="auto" (codegen/engine/layout.py, prelude_pays): GCC's precompile
     # pays from 5 TUs, clang's from 2; the example has 3.  The edit TU takes
