@@ -24,6 +24,15 @@ def ops(tmp_path_factory):
     return example_build.myops(tmp_path_factory)
 
 
+@pytest.fixture(autouse=True)
+def no_compile_caches():
+    """torch.compile's caches key a graph, not the library behind its ops:
+    a graph compiled against another build of the extension (one with or
+    without its Functionalize kernels) would be served from them."""
+    with torch._inductor.config.patch(force_disable_caches=True):
+        yield
+
+
 def functions(ops, views):
     """f(x) -> what it returns; `views`: ours or ATen's (band, rows)."""
     band, rows = views
