@@ -197,9 +197,11 @@ def view_kernels(unit, view: View, ret: str, params: list[str], decl: str) -> tu
     out += load("view_inverse_whole_input.cpp" if view.whole_input else "view_inverse.cpp").lines(
         stem=stem, params=inverse_params, inverse=native)
     captures = ", ".join([view.base] + [f"{h.name} = {h.name}.vec()" if h.vec else h.name for h in held])
+    check = load("view_alias_check.cpp").lines(base=view.base, result="_tmp[_i]" if view.is_list else "_tmp",
+                                                op=f"{f.namespace}::{n}")
     out += load("view_list_ad_inplace_or_view.cpp" if view.is_list else "view_ad_inplace_or_view.cpp").lines(
         common, func_args=tail(owned) if view.is_list else ", ".join(owned), captures=captures,
-        inverse_args=tail(h.name for h in held))
+        inverse_args=tail(h.name for h in held), alias_check=check)
     to_out = load("view_meta_to_out_index.cpp").lines(stem=stem, members=members) if view.is_list else []
     out += load("view_meta.cpp").lines(
         stem=stem, ctor_params=tail(f"{h.cpp} {h.name}_" for h in held),

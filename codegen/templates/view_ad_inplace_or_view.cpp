@@ -7,6 +7,7 @@ ${ret} ${stem}_ad_inplace_or_view(${params}) {
     at::AutoDispatchBelowADInplaceOrView guard;
     return ${stem}_view_op().call(${args});
   })();
+  ${alias_check}
   std::unique_ptr<torch::autograd::ViewFunc> _view_func;
   std::function<at::Tensor(const at::Tensor&)> _rev_view_func;
   // (otherwise replayed by as_strided)

@@ -13,6 +13,7 @@ ${ret} ${stem}_ad_inplace_or_view(${params}) {
                        c10::AutogradState::get_tls_state().get_view_replay_enabled();
   for (size_t _i = 0; _i < _tmp.size(); ++_i) {
     const int64_t _view_idx = static_cast<int64_t>(_i);
+    ${alias_check}
     std::unique_ptr<torch::autograd::ViewFunc> _view_func;
     std::function<at::Tensor(const at::Tensor&)> _rev_view_func;
     if (_replay) {

@@ -2,9 +2,12 @@
 function that takes a view, writes it in place and returns the base
 compiles with fullgraph=True and gives what the same function with ATen's
 views gives (values and gradients), through the generated Functionalize
-kernels; the same view registered through torch.library (a Python kernel,
+kernels; a view kernel that returns a new tensor is refused; the same
+view registered through torch.library (a Python kernel,
 no Functionalize kernel) is refused by torch.  (opcheck of each view op:
 test_extension_pt2.py.)"""
+
+import warnings
 
 import pytest
 
@@ -102,6 +105,24 @@ def test_the_views_and_their_copies_have_their_generated_kernels(ops):
     for view in ("myops::band", "myops::rows"):
         assert registered(view) == ["ADInplaceOrView", "Autograd", "CompositeExplicitAutograd", "Functionalize"]
         assert registered(view + "_copy") == ["Autograd", "CompositeExplicitAutograd"]
+
+
+def test_a_view_kernel_returning_a_new_tensor_is_refused(ops):
+    """A copy marked as a view would take in-place writes that never reach
+    its base while autograd assumes they did: without the check, band
+    written in place left its base as it was, and the base's gradient was
+    10 where it is 1."""
+    lib = torch.library.Library("myops", "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+            lib.impl("band", lambda t, k: torch.diagonal(t, k).clone(), "CompositeExplicitAutograd")
+        with pytest.raises(RuntimeError, match="myops::band: its kernel returned a tensor that shares no storage "
+                                               "with 'self'"):
+            ops.band(torch.randn(3, 4, **D), 1)
+    finally:
+        lib._destroy()
+    assert ops.band(torch.randn(3, 4, **D), 1)._is_view()
 
 
 def test_the_same_view_through_torch_library_is_refused_by_torch_compile():

@@ -59,6 +59,7 @@ def test_a_view_op_gets_adinplaceorview_functionalize_and_autograd_below_autogra
     assert "at::AutoDispatchBelowAutograd guard;" in autograd and "BelowADInplaceOrView" not in autograd
     assert "CreationMeta::DEFAULT" in cpp and "MULTI_OUTPUT_NODE" not in cpp
     assert "struct ext_band_ViewFunc" in cpp and "int64_t k_;" in cpp
+    assert "_tmp.is_alias_of(self)" in cpp  # a kernel returning a copy is refused
     assert "mutated_view.as_strided_symint(base.sym_sizes()" in cpp  # a view of part of its input
     assert "return ::ext::native::band_scatter(base, mutated_view, k_);" in cpp
     assert ("at::Tensor band_scatter(const at::Tensor & base, const at::Tensor & mutated_view, int64_t k);"
