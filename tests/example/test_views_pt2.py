@@ -93,6 +93,26 @@ def test_compiled_fullgraph_gives_atens_results_and_gradients(ops, name, backend
     torch.testing.assert_close(compiled, aten)
 
 
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_view_of_the_input_returned_by_a_compiled_function(ops, backend):
+    """band's result is a view of the input, as diagonal's; a row of rows
+    has unbind's values and gradients (whether it is a view of the input
+    differs from unbind's: docs/yaml-reference.md#views)."""
+    def outcome(fn, compiled):
+        torch._dynamo.reset()
+        x = torch.arange(20, **D).reshape(4, 5).clone().requires_grad_()   # a base of its own
+        out = (torch.compile(fn, backend=backend, fullgraph=True) if compiled else fn)(x)
+        (out * torch.arange(1, out.numel() + 1, **D)).sum().backward()
+        return {"out": out.detach(), "grad": x.grad, "base is x": out._base is x}
+    band = outcome(lambda x: ops.band(x, 1), True)
+    assert band["base is x"]
+    torch.testing.assert_close(band, outcome(lambda x: torch.diagonal(x, 1), True))
+    torch.testing.assert_close(band, outcome(lambda x: ops.band(x, 1), False))
+    row, aten_row = outcome(lambda x: ops.rows(x)[2], True), outcome(lambda x: x.unbind(0)[2], True)
+    del row["base is x"], aten_row["base is x"]
+    torch.testing.assert_close(row, aten_row)
+
+
 def registered(op):
     """The dispatch keys that have a kernel registered for `op`."""
     return sorted(line.split(":")[0].replace("[alias]", "") for line in torch._C._dispatch_dump(op).splitlines()
