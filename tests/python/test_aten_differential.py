@@ -24,6 +24,7 @@ from support import view_scenarios
 from support.spec_facts import REPO
 
 from autograd_scons.__main__ import main as generate
+from autograd_scons.codegen.tree import CACHE_KEY_CPP
 
 pytestmark = pytest.mark.compile
 
@@ -39,8 +40,10 @@ def m(tmp_path_factory):
                      "--derivatives", os.path.join(FIXTURE, "derivatives.yaml"), "--out", str(root / "gen"),
                      "--namespace", "mirror::autograd", "--include", "helpers.h", "--unity", "1"]) == 0
     (root / "build").mkdir()
+    # (the digest of the generated code in a TU of its own: codegen/emit/cache_key.py)
     cpp_extension.load("autograd_ext_aten_mirror", [os.path.join(FIXTURE, "kernels.cpp"),
-                                                    str(root / "gen" / "unity" / "bucket_0.cpp")],
+                                                    str(root / "gen" / "unity" / "bucket_0.cpp"),
+                                                    str(root / "gen" / CACHE_KEY_CPP)],
                        extra_cflags=["-O0", "-w"], extra_include_paths=[FIXTURE, str(root)],
                        build_directory=str(root / "build"), is_python_module=False, verbose=False)
     return torch.ops.mirror
