@@ -165,7 +165,7 @@ def summarize(values: list[float]) -> dict:
 
 # ------------------------------------------------------------ scons side
 
-_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", "*.egg-info",
+_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "*.egg-info",
                                  ".sconsign*", "compile_commands.json", ".benchmarks", "bench_*_results")
 
 

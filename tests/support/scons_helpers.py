@@ -42,8 +42,9 @@ def _tiny_cxx():
 
 # `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
 TINY_ARGS = ("-j2", f"CXX={_tiny_cxx()}", "EXAMPLE=tests/fixtures/tiny_ext")
-_SKIP = shutil.ignore_patterns(".git", ".pytest_cache", "*.egg-info", ".sconsign*", "compile_commands.json",
-                               ".benchmarks")
+# (a checkout that ran .ci/run's linters has a .mypy_cache of about 40 MB)
+_SKIP = shutil.ignore_patterns(".git", ".pytest_cache", ".mypy_cache", ".ruff_cache", "*.egg-info", ".sconsign*",
+                               "compile_commands.json", ".benchmarks")
 # build folders, at the top only: site_scons/ has buildenv/build_stamp.py and tool/builders.py
 _BUILD_FOLDERS = shutil.ignore_patterns("build", "build-*", "build_*")
 
