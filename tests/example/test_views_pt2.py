@@ -29,9 +29,10 @@ def ops(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def no_compile_caches():
-    """torch.compile's caches key a graph, not the library behind its ops:
-    a graph compiled against another build of the extension (one with or
-    without its Functionalize kernels) would be served from them."""
+    """Each case compiled afresh: the library's digest in the caches' key
+    (docs/python.md) does not see a kernel replaced at run time, as these
+    tests replace band's, nor the hand-written inverses traced into the
+    graph."""
     with torch._inductor.config.patch(force_disable_caches=True):
         yield
 
