@@ -41,10 +41,14 @@ class NativeFunction:
     def has_composite_implicit_autograd_kernel(self) -> bool:
         return _CIA in self.dispatch_keys
 
+    @property
+    def returns_view(self) -> bool:
+        """An output aliases an input without writing it (`Tensor(a)`, `Tensor(a)[]`)."""
+        return any(r.annotation is not None and not r.annotation.is_write for r in self.func.returns)
+
     @cached_property
     def is_view_op(self) -> bool:
-        rets = self.func.returns
-        if any(r.annotation is not None and not r.annotation.is_write for r in rets):
+        if self.returns_view:
             return True
         if "inplace_view" in self.tags and str(self.func.name) not in ("resize_", "resize_as_"):
             return True

@@ -70,7 +70,7 @@ def dispatch_of(f: NativeFunction) -> Optional[Dispatch]:
                                 f"{', '.join(KEYS)})", f.file, line, label)
             if any(k == prev for prev, _ in kernels):
                 raise SpecError(f"dispatch key '{k}' is given twice", f.file, line, label)
-            if not isinstance(name, str) or not _IDENT.fullmatch(name) or name in _CPP_KEYWORDS:
+            if not isinstance(name, str) or not cpp_identifier(name):
                 raise SpecError(f"kernel name {name!r} for dispatch key '{k}' is not a C++ identifier "
                                 f"(the name of a function in namespace {f.namespace}::native)",
                                 f.file, line, label)
@@ -80,6 +80,11 @@ def dispatch_of(f: NativeFunction) -> Optional[Dispatch]:
         raise SpecError("CompositeImplicitAutograd cannot be combined with other dispatch keys "
                         "(its kernel runs for every backend)", f.file, key_line(f, "dispatch"), label)
     return d
+
+
+def cpp_identifier(name: str) -> bool:
+    """Whether `name` can name a C++ function (an identifier, not a keyword)."""
+    return _IDENT.fullmatch(name) is not None and name not in _CPP_KEYWORDS
 
 
 def key_line(f: NativeFunction, key: str, within: Optional[str] = None) -> int:
@@ -103,25 +108,17 @@ def key_line(f: NativeFunction, key: str, within: Optional[str] = None) -> int:
     return next((i + 1 for i in range(start, end) if at(key, i)), start if within else f.line)
 
 
-def declarations(f: NativeFunction, d: Dispatch, signature: tuple[str, str]) -> str:
-    """`ops/<stem>.h`: the kernels the extension writes for `f`."""
+def declarations(f: NativeFunction, d: Dispatch, signature: tuple[str, str], more: Optional[str] = None) -> str:
+    """`ops/<stem>.h`: the kernels the extension writes for `f` (and `more`:
+    a view's inverse)."""
     ret, params = signature
     return load("op_kernels.h").substitute(
-        banner=BANNER, op=f"{f.namespace}::{f.func}", keys=", ".join(k for k, _ in d.kernels),
-        native_ns=f"{f.namespace}::native", declarations=[f"{ret} {name}({params});" for name in d.names()])
+        banner=BANNER, op=f"{f.namespace}::{f.func}",
+        keys=", ".join(k for k, _ in d.kernels) + ("; the view's inverse" if more else ""),
+        native_ns=f"{f.namespace}::native",
+        declarations=[f"{ret} {name}({params});" for name in d.names()] + ([more] if more else []))
 
 
 def registrations(f: NativeFunction, d: Dispatch) -> list[tuple[str, str]]:
     """(dispatch key, kernel) for each hand-written kernel of `f`."""
     return [(key, f"::{f.namespace}::native::{name}") for key, name in d.kernels]
-
-
-def refuse_aliasing(f: NativeFunction) -> None:
-    """Outputs that alias an input without writing it (views, `Tensor(a)
-    self -> Tensor(a)`) need view tracking the kernels do not do."""
-    for r in f.func.returns:
-        if r.annotation is not None and not r.annotation.is_write:
-            raise SpecError(f"output aliasing an input ('{r.type}({'|'.join(r.annotation.alias_set)})', a "
-                            f"view) is not supported for extension ops: return a new tensor (drop the "
-                            f"annotation) or generate with kernels=False", f.file, key_line(f, "func"),
-                            f"{f.namespace}::{f.func}")

@@ -63,10 +63,12 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
         _check_names(fd, info, unit)
         for n in fd.var_names:
             targets[n] = _output_index(n, ofs)
-            if str(ofs.returns[targets[n]].type) != "Tensor":
+            # a list of tangents: only from an extension's op itself on the tangents (a view's)
+            listed = str(ofs.returns[targets[n]].type) == "Tensor[]" and written_as(fd, info) == "auto_linear"
+            if str(ofs.returns[targets[n]].type) != "Tensor" and not (listed and fw_op is not None):
                 raise SpecError(f"a forward formula for the '{ofs.returns[targets[n]].type}' output '{n}' is "
                                 f"not supported (only Tensor outputs get tangents)", info.file or None,
-                                _line_of(info, fd) or None, str(info.func.func))
+                                formula_line(info, fd) or None, str(info.func.func))
     if not douts and fs.kind() != INPLACE:
         return ForwardAD([], [], set(), False)  # no output gets a tangent: nothing to refuse
     covered = {rnames[i] for i in targets.values()}
@@ -92,7 +94,8 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
         if not inplace:
             outputs.update(names)
             outputs.update(r for r in rnames if uses_ident(formula, r))
-        after += _located(info.op, k, _apply(formula, fd, names, idx, rnames, inputs, inplace))
+        listed = [str(ofs.returns[i].type) == "Tensor[]" for i in idx] == [True]
+        after += _located(info.op, k, _apply(formula, fd, names, idx, rnames, inputs, inplace, listed))
     return ForwardAD(before, after, outputs, True)
 
 
@@ -115,7 +118,7 @@ def _located(op: str, k: int, lines: list[str]) -> list[str]:
 
 
 def _apply(formula: str, fd: ForwardDerivative, names: list[str], idx: list[int], rnames: list[str],
-           inputs, inplace: bool) -> list[str]:
+           inputs, inplace: bool, listed: bool = False) -> list[str]:
     body: list[str] = []
     for n, kind in inputs:
         if n in fd.required_inputs_fw_grad or (inplace and n == "self"):
@@ -126,6 +129,9 @@ def _apply(formula: str, fd: ForwardDerivative, names: list[str], idx: list[int]
         if f"result{i}" != r and len(rnames) > 1 and uses_ident(formula, f"result{i}") and not inplace:
             body.append(f"auto& result{i} = {r};")
     fresh = [f"{n}_new_fw_grad" for n in names]
+    if listed:  # a list output: one tangent per element
+        return load("fw_block.cpp").lines(body=body + load("fw_list_tangents.cpp").lines(n=names[0],
+                                                                                           formula=formula))
     if len(names) == 1:
         body.append(f"at::Tensor {fresh[0]} = {formula};")
     else:
@@ -161,13 +167,19 @@ def _primal(n: str, kind: str) -> list[str]:
 def _formula(fd: ForwardDerivative, info: DifferentiabilityInfo, unit, inputs, fw_op: Optional[str]) -> str:
     """The formula as C++; an extension's auto_linear calls its own op on the
     tangents (the expansion names `at::<op>`, which only ATen has)."""
-    key = next((k for k in info.entry if isinstance(k, str)
-                and tuple(x.strip() for x in k.split(",")) == fd.var_names), None)
-    if key is None or str(info.entry.get(key)).strip() != "auto_linear" or fw_op is None:
+    if written_as(fd, info) != "auto_linear" or fw_op is None:
         return fd.formula
     diff = {n for n, _ in inputs}
     args = [a.name + "_t" if a.name in diff else a.name for a in info.func.func.schema_order_arguments()]
     return f"{fw_op}.call({', '.join(args)})"
+
+
+def written_as(fd: ForwardDerivative, info: DifferentiabilityInfo) -> Optional[str]:
+    """The forward formula as its entry spells it (`auto_linear` before its
+    expansion), None if its key cannot be found."""
+    key = next((k for k in info.entry if isinstance(k, str)
+                and tuple(x.strip() for x in k.split(",")) == fd.var_names), None)
+    return None if key is None else str(info.entry.get(key)).strip()
 
 
 def _check_names(fd: ForwardDerivative, info: DifferentiabilityInfo, unit) -> None:
@@ -184,10 +196,10 @@ def _check_names(fd: ForwardDerivative, info: DifferentiabilityInfo, unit) -> No
             why = f"'{stem}' is not an argument of '{info.func.func}'"
         key = ", ".join(fd.var_names)
         raise SpecError(f"forward formula for '{key}' uses '{m.group(0)}', but {why}",
-                        info.file or None, _line_of(info, fd) or None, str(info.func.func))
+                        info.file or None, formula_line(info, fd) or None, str(info.func.func))
 
 
-def _line_of(info: DifferentiabilityInfo, fd: ForwardDerivative) -> int:
+def formula_line(info: DifferentiabilityInfo, fd: ForwardDerivative) -> int:
     """The line of the formula's key (the entry's if it cannot be found)."""
     key = re.compile(r"\s*" + r"\s*,\s*".join(map(re.escape, fd.var_names)) + r"\s*:")
     try:

@@ -25,11 +25,12 @@ from ..spec.native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
 from ..templates import load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
-from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, registrations
+from .dispatch import declarations, dispatch_of, key_line, registrations
 from .lines import AT_FORMULA, INCLUDE, number_back
 from .registration import registration
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
+from .views import copy_kernel, inverse_declaration, view_kernels, view_of
 
 # Saved views copied with `.vec()`.
 _ARRAY_VIEWS = (intArrayRefT, symIntArrayRefT, ArrayRefCType(scalarT))
@@ -44,6 +45,8 @@ class KernelUnit:
     # Between name and overload: `_`, or `__` where `_` would give an op
     # named `x_out` and the overload `x.out` one C++ name (kernel_units).
     overload_sep: str = "_"
+    # For a view's generated `_copy` twin: the view.
+    copy_of: Optional[NativeFunction] = None
 
     @property
     def stem(self) -> str:
@@ -71,19 +74,20 @@ def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> 
     own entry, or for an in-place variant with that of its functional twin."""
     by_func = {str(i.func.func): i for i in infos if i.dispatch_key == "Default"}
     by_sig = {i.func.func.signature_key: i for i in by_func.values() if i.func.func.kind() == FUNCTIONAL}
+    copies = {id(g.view_copy): g.view for g in native.view_groups if g.view_copy is not None and g.view_copy.generated}
     units = []
     for f in native.functions:
-        if f.namespace == "aten" or f.generated:
+        if f.namespace == "aten" or (f.generated and id(f) not in copies):
             continue
         info = by_func.get(str(f.func))
         if info is None and f.func.kind() == INPLACE:
             info = by_sig.get(f.func.signature_key)
-        units.append(KernelUnit(f, info))
+        units.append(KernelUnit(f, info, copy_of=copies.get(id(f))))
     # torch.library takes `myadd_out` beside `myadd.out`: the overload's
     # names move aside (a collision left after that is units.py's error).
     plain = {u.stem.lower() for u in units if not u.func.func.name.overload}
-    return [KernelUnit(u.func, u.info, "__") if u.func.func.name.overload and u.stem.lower() in plain else u
-            for u in units]
+    return [KernelUnit(u.func, u.info, "__", u.copy_of) if u.func.func.name.overload and u.stem.lower() in plain
+            else u for u in units]
 
 
 # ------------------------------------------------------------------ render
@@ -92,14 +96,15 @@ def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> 
 def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
     f = unit.func
     fs = f.func
-    refuse_aliasing(f)
     dispatch = dispatch_of(f)
+    view = view_of(f, dispatch, unit.info)
     ret, params = _signature(f)
     args = fs.schema_order_arguments()
     decl = ", ".join(f"{t} {a.name}" for t, a in zip(params, args))
     files: dict[str, str] = {}
     if dispatch is not None:
-        files[op_file(unit.stem, ".h")] = declarations(f, dispatch, (ret, decl))
+        inverse = inverse_declaration(f, view, params) if view is not None else None
+        files[op_file(unit.stem, ".h")] = declarations(f, dispatch, (ret, decl), inverse)
     op = f"{f.namespace}::{fs}"
     own_header = include(unit.path, op_file(unit.stem, ".h"))
     if dispatch is not None and dispatch.implicit:
@@ -119,10 +124,21 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
             registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
         return files
     impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
-    holes = _autograd_kernel(unit, opts, ret, params)
+    holes = _autograd_kernel(unit, opts, ret, params, view is not None)
     located = any(AT_FORMULA in line for line in holes["body"])
+    more: list[str] = []
+    kinds = "Autograd kernel"
+    if view is not None:
+        more, extra = view_kernels(unit, view, ret, params, decl)
+        impls += extra
+        kinds = "Autograd, ADInplaceOrView and Functionalize kernels"
+    elif unit.copy_of is not None:
+        more, extra = copy_kernel(unit, ret, params, decl)
+        impls += extra
+        kinds = "Autograd and CompositeExplicitAutograd kernels"
     files[unit.path] = number_back(load("op_kernel.cpp").substitute(
-        banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl,
+        banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl, kernels=kinds,
+        view_includes=load("view_includes.cpp").lines() if view is not None else [], view_kernels=more,
         own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
         derivative_lines=INCLUDE if located else [],
         registration=registration(unit, opts, impls), **holes), f"../{unit.path}")
@@ -154,7 +170,7 @@ def _signature(f: NativeFunction) -> tuple[str, list[str]]:
     return ret, params
 
 
-def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list[str]) -> dict:
+def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list[str], is_view: bool) -> dict:
     """The holes of templates/op_kernel.cpp that the Autograd kernel fills."""
     f = unit.func
     info = unit.info if unit.info is not None and unit.info.op else None
@@ -172,7 +188,7 @@ def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list
     return {"function_header": function_header, "prelude_impl": prelude,
             "manual_include": load("op_manual_include.cpp").lines() if manual else [],
             "manual_using": load("op_manual_using.cpp").lines() if manual else [],
-            "body": _body(unit, info, params, ret, fw)}
+            "body": _body(unit, info, params, ret, fw, is_view)}
 
 
 def _handle(func: NativeFunction) -> str:
@@ -183,22 +199,25 @@ def _handle(func: NativeFunction) -> str:
             f'"{fs.name.overload}").typed<{ret}({", ".join(params)})>()')
 
 
-def _call(f: NativeFunction, sig: str, names: list[str], ret: str) -> list[str]:
+def _call(f: NativeFunction, sig: str, names: list[str], ret: str, is_view: bool) -> list[str]:
     """The typed dispatcher handle, then the call below autograd: into
-    `_result`, or (`void`) a statement alone."""
+    `_result`, or (`void`) a statement alone.  A view's call runs the next
+    key, its ADInplaceOrView kernel (as ATen's VariableType calls views)."""
     n = f.func.name
     lookup = load("op_lookup.cpp").lines(name=f"{f.namespace}::{n.name}", overload=n.overload, signature=sig)
-    call = load("op_call_void.cpp" if ret == "void" else "op_call_result.cpp")
-    return lookup + call.lines(args=", ".join(names))
+    if ret == "void":
+        return lookup + load("op_call_void.cpp").lines(args=", ".join(names))
+    guard = "AutoDispatchBelowAutograd" if is_view else "AutoDispatchBelowADInplaceOrView"
+    return lookup + load("op_call_result.cpp").lines(args=", ".join(names), guard=guard)
 
 
 def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[str], ret: str,
-          fw: ForwardAD) -> list[str]:
+          fw: ForwardAD, is_view: bool) -> list[str]:
     f = unit.func
     fs = f.func
     kind = fs.kind()
     names = [a.name for a in fs.schema_order_arguments()]
-    call = _call(f, f"{ret}({', '.join(params)})", names, ret)
+    call = _call(f, f"{ret}({', '.join(params)})", names, ret, is_view)
     out: list[str] = list(fw.before)
 
     if kind == OUT or info is None:

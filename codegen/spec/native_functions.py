@@ -59,6 +59,7 @@ def first_op_namespace(path: str) -> str:
 def parse_native_functions(path: str, text: str, valid_tags: Optional[set[str]]) -> NativeSpec:
     funcs = [_parse_entry(path, e, valid_tags) for e in load_entries(path, text)]
     funcs += _derived_variants(funcs)
+    funcs += _view_copies(funcs)
     groups = _group_by_view(funcs)
     ordered: list[NativeFunction] = []
     for g in groups:
@@ -214,6 +215,37 @@ def _derive(f: NativeFunction, kind: str) -> NativeFunction:
                           use_const_ref_for_mutable_tensors=f.use_const_ref_for_mutable_tensors,
                           tags=frozenset(tags), dispatch_keys=frozenset({"CompositeExplicitAutograd"}),
                           generated=True)
+
+
+def _view_copies(funcs: Sequence[NativeFunction]) -> list[NativeFunction]:
+    """The `{view}_copy` twin of each extension op that returns a view and
+    has kernels of its own (not CompositeImplicitAutograd): the view's schema
+    without alias annotations, whose kernels the generator writes
+    (emit/views.py).  ATen's specs declare their twins themselves."""
+    by_name = {(f.namespace, str(f.func.name)): f for f in funcs}
+    out: list[NativeFunction] = []
+    for f in funcs:
+        if f.namespace == "aten" or not f.returns_view or _CIA in f.dispatch_keys:
+            continue
+        fs, n = f.func, f.func.name
+        strip = lambda a: Argument(a.name, a.type, a.default, None)  # noqa: E731
+        func = FunctionSchema(OperatorName(f"{n.name}_copy", overload=n.overload),
+                              Arguments(tuple(map(strip, fs.arguments.positional)),
+                                        tuple(map(strip, fs.arguments.kwarg_only)), ()),
+                              tuple(Return(r.name, r.type, None) for r in fs.returns))
+        label = f"{f.namespace}::{fs}"
+        other = by_name.get((f.namespace, str(func.name)))
+        if other is not None:
+            raise SpecError(f"'{f.namespace}::{func.name}' is generated as the copy of the view '{label}' "
+                            f"(line {f.line}): remove this entry, or rename one of them",
+                            other.file, other.line, f"{other.namespace}::{other.func}")
+        if func.view_signature_key != fs.view_signature_key:
+            raise SpecError(f"a view's name cannot contain '_copy' (its generated twin '{func.name}' would "
+                            f"not pair with it): rename it", f.file, f.line, label)
+        out.append(NativeFunction(func=func, namespace=f.namespace, file=f.file, line=f.line,
+                                  tags=frozenset({"generated", "view_copy"}),
+                                  dispatch_keys=frozenset({"CompositeExplicitAutograd"}), generated=True))
+    return out
 
 
 # ------------------------------------------------------------ view groups

@@ -1,4 +1,4 @@
 auto _result = ([&]() {
-  at::AutoDispatchBelowADInplaceOrView guard;
+  at::${guard} guard;
   return op.call(${args});
 })();

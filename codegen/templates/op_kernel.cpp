@@ -1,5 +1,5 @@
 ${banner}
-// Registration and Autograd kernel of ${op}
+// Registration and ${kernels} of ${op}
 
 ${own_header}
 ${function_header}
@@ -8,6 +8,7 @@ ${prelude_impl}
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/VariableTypeUtils.h>
 #include <torch/library.h>
+${view_includes}
 ${manual_include}
 ${derivative_lines}
 
@@ -20,6 +21,7 @@ ${manual_using}
 ${ret} ${kernel}(${params}) {
   ${body}
 }
+${view_kernels}
 
 }  // namespace
 }  // namespace ${ns}

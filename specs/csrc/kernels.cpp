@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/myops_affine.h"
+#include "ops/myops_band.h"
 #include "ops/myops_bmul.h"
 #include "ops/myops_cube.h"
 #include "ops/myops_gather_rows.h"
@@ -16,6 +17,7 @@
 #include "ops/myops_myexp.h"
 #include "ops/myops_prod_diff.h"
 #include "ops/myops_row_sum.h"
+#include "ops/myops_rows.h"
 #include "ops/myops_scale.h"
 #include "ops/myops_scale_.h"
 #include "ops/myops_scale_out.h"
@@ -125,6 +127,41 @@ at::Tensor row_sum_meta(const at::Tensor& self) {
   std::vector<c10::SymInt> shape = self.sym_sizes().vec();
   shape.pop_back();
   return at::empty_symint(shape, self.options());
+}
+
+// Views: as_strided of the input, so that they share its storage (the
+// generated ADInplaceOrView kernel makes them autograd views of it), and
+// their inverses for functionalization: the base with a mutated view
+// written back, a new tensor (ATen's scatters).
+
+at::Tensor band(const at::Tensor& self, int64_t k) {
+  TORCH_CHECK(self.dim() == 2, "band: expected a matrix, got ", self.dim(), " dimensions");
+  const c10::SymInt& n = self.sym_size(0);
+  const c10::SymInt& m = self.sym_size(1);
+  c10::SymInt length = k >= 0 ? (m - k).min(n) : (n + k).min(m);
+  c10::SymInt offset = self.sym_storage_offset() + (k >= 0 ? self.sym_stride(1) * k : self.sym_stride(0) * -k);
+  return self.as_strided_symint({length.max(c10::SymInt(0))}, {self.sym_stride(0) + self.sym_stride(1)}, offset);
+}
+
+at::Tensor band_scatter(const at::Tensor& base, const at::Tensor& mutated_view, int64_t k) {
+  return at::diagonal_scatter(base, mutated_view, k, 0, 1);
+}
+
+std::vector<at::Tensor> rows(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() >= 1, "rows: expected at least one dimension");
+  // one output per row: the count must be known (as unbind's)
+  const int64_t n = self.sym_size(0).guard_int(__FILE__, __LINE__);
+  std::vector<at::Tensor> out;
+  out.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    out.push_back(self.as_strided_symint(self.sym_sizes().slice(1), self.sym_strides().slice(1),
+                                         self.sym_storage_offset() + self.sym_stride(0) * i));
+  }
+  return out;
+}
+
+at::Tensor rows_scatter(const at::Tensor& base, const at::Tensor& mutated_view, int64_t view_idx) {
+  return at::select_scatter(base, mutated_view, 0, view_idx);
 }
 
 // CompositeImplicitAutograd: differentiated through what it calls.

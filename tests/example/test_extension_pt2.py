@@ -45,12 +45,18 @@ def samples(ops):
         "sq_norm": ((_g(3, 4),), {}),
         "prod_diff": ((_g(3, 4), _g(3, 4)), {}),
         "sum_as": ((_g(3, 4), [2, 3, 2], [0, -1]), {"dtype": torch.double}),
+        "band": ((_g(3, 4), 1), {}),
+        "band_below": ((_g(4, 3), -1), {}),
+        "band_copy": ((_g(3, 4), 2), {}),
+        "rows": ((_g(3, 4),), {}),
+        "rows_copy": ((_g(3, 4),), {}),
     }
 
 
 OPS = ["bmul", "scale", "scale_", "scale.out", "row_sum", "affine", "stack_sum", "sincos_sign", "myexp",
-       "gather_rows", "soft_clip", "cube", "masked_scale", "sq_norm", "prod_diff", "sum_as"]
-SAMPLES = OPS + ["affine_no_bias"]
+       "gather_rows", "soft_clip", "cube", "masked_scale", "sq_norm", "prod_diff", "sum_as", "band", "band_copy",
+       "rows", "rows_copy"]
+SAMPLES = OPS + ["affine_no_bias", "band_below"]
 
 
 def overload(ops, name):
@@ -61,7 +67,7 @@ def overload(ops, name):
 @pytest.mark.compile
 @pytest.mark.parametrize("name", SAMPLES)
 def test_opcheck_every_default_test_succeeds(ops, name):
-    op = overload(ops, name.replace("_no_bias", ""))
+    op = overload(ops, name.replace("_no_bias", "").replace("_below", ""))
     args, kwargs = samples(ops)[name]
     result = torch.library.opcheck(op, args, kwargs)
     assert set(result) == {"test_schema", "test_autograd_registration", "test_faketensor",

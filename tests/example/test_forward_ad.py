@@ -49,6 +49,11 @@ def jvp_cases(ops):
         "prod_diff": (lambda a, c: tuple(ops.prod_diff(a, c)), lambda a, c: (a * c, a - c), (_x(), _x())),
         "sum_as": (lambda a: ops.sum_as(a, [2, 3, 2], [0, -1]), lambda a: a.reshape(2, 3, 2).sum([0, -1]),
                    (_x(),)),
+        # a view's tangent is the same view of its base's (auto_linear)
+        "band": (lambda a: ops.band(a, 1), lambda a: torch.diagonal(a, 1), (_x(),)),
+        "band_copy": (lambda a: ops.band_copy(a, -1), lambda a: torch.diagonal_copy(a, -1), (_x(),)),
+        "rows": (lambda a: tuple(ops.rows(a)), lambda a: a.unbind(0), (_x(),)),
+        "rows_copy": (lambda a: tuple(ops.rows_copy(a)), lambda a: tuple(torch.unbind_copy(a)), (_x(),)),
     }
 
 
@@ -149,7 +154,8 @@ def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op,
 
 # Every Function (tests/example/test_example_coverage.py checks that).
 GRADGRAD = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign", "myexp",
-            "gather_rows", "soft_clip", "cube", "masked_scale", "prod_diff", "sum_as"]
+            "gather_rows", "soft_clip", "cube", "masked_scale", "prod_diff", "sum_as", "band", "band_copy", "rows",
+            "rows_copy"]
 
 
 @pytest.mark.compile

@@ -2,7 +2,7 @@
 the generated header declaring the hand-written kernels, their
 registrations, CompositeImplicitAutograd ops without Autograd kernel,
 functions without `dispatch:` unchanged, and located errors for bad
-input (also for aliasing outputs, which the kernels refuse)."""
+input (views: test_views.py)."""
 
 import os
 import re
@@ -115,20 +115,6 @@ def test_bad_dispatch_is_one_located_error(tmp_path, dispatch, line, message):
     head = (f"{tmp_path / 'native_functions.yaml'}:{line + 1}: "
             f"entry 'ext::twice(Tensor self, Scalar alpha, int[] dims) -> Tensor': ")
     assert text.startswith(head + message), text
-
-
-def test_aliasing_output_is_refused_with_a_located_error(tmp_path):
-    native = "- func: ext::twice(Tensor self, Scalar alpha, int[] dims) -> Tensor\n" \
-             "- func: ext::alias(Tensor(a) self) -> Tensor(a)\n"
-    with pytest.raises(SpecError) as e:
-        render(tmp_path, native)
-    assert str(e.value).startswith(f"{tmp_path / 'native_functions.yaml'}:2: entry 'ext::alias(Tensor(a) self) -> "
-                                   f"Tensor(a)': output aliasing an input ('Tensor(a)', a view) is not supported "
-                                   f"for extension ops")
-    # kernels=False generates no kernels: nothing to refuse.
-    nf = tmp_path / "native_functions.yaml"
-    for unit in load_units(str(nf), str(tmp_path / "derivatives.yaml"), kernels=False):
-        unit.render(EmitOptions(namespace="ext::autograd", kernels=False))
 
 
 @pytest.mark.compile

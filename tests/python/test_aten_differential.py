@@ -4,6 +4,9 @@ op) against ATen's own, same calls, same outcomes: outputs, gradients
 (a tensor, None) and errors (exception type and key words).  Where ATen's
 behaviour cannot be matched from outside libtorch, docs/yaml-reference.md
 says why and the scenario asserts our documented behaviour instead.
+The view ops (`diagonal`, `transpose.int`, `unbind.int`: their
+ADInplaceOrView, Autograd and forward AD) run the scenarios of
+tests/support/view_scenarios.py against ATen's views.
 
 Prints "N scenario pairs, N agree"; fails on any disagreement."""
 
@@ -17,9 +20,11 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch.utils import cpp_extension
 
+from support import view_scenarios
 from support.spec_facts import REPO
 
 from autograd_scons.__main__ import main as generate
+from autograd_scons.codegen.tree import CACHE_KEY_CPP
 
 pytestmark = pytest.mark.compile
 
@@ -35,8 +40,10 @@ def m(tmp_path_factory):
                      "--derivatives", os.path.join(FIXTURE, "derivatives.yaml"), "--out", str(root / "gen"),
                      "--namespace", "mirror::autograd", "--include", "helpers.h", "--unity", "1"]) == 0
     (root / "build").mkdir()
+    # (the digest of the generated code in a TU of its own: codegen/emit/cache_key.py)
     cpp_extension.load("autograd_ext_aten_mirror", [os.path.join(FIXTURE, "kernels.cpp"),
-                                                    str(root / "gen" / "unity" / "bucket_0.cpp")],
+                                                    str(root / "gen" / "unity" / "bucket_0.cpp"),
+                                                    str(root / "gen" / CACHE_KEY_CPP)],
                        extra_cflags=["-O0", "-w"], extra_include_paths=[FIXTURE, str(root)],
                        build_directory=str(root / "build"), is_python_module=False, verbose=False)
     return torch.ops.mirror
@@ -44,7 +51,8 @@ def m(tmp_path_factory):
 
 # Words an error message is compared by (both messages must contain the same ones).
 KEYWORDS = ("leaf Variable", "modified by an inplace operation", "not differentiable with respect to argument",
-            "out=", "does not require grad", "view", "forward AD", "not implemented", "backward through the graph")
+            "out=", "does not require grad", "view", "forward AD", "not implemented", "backward through the graph",
+            "created in no_grad mode", "returns multiple views", "Inplace update to inference tensor")
 
 
 def outcome(fn):
@@ -59,6 +67,8 @@ def outcome(fn):
 
 
 def same(a, b):
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (tuple, list)):
         return isinstance(b, (tuple, list)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, torch.Tensor):
@@ -250,6 +260,10 @@ def test_differential_suite(m, capsys, record_property):
         compare(f"myadd_out (no entry, -> ()) requires_grad={flags}",
                 lambda: myadd(m.myadd_out, flags), lambda: myadd(torch.ops.mirror_ref.myadd_out, flags))
 
+    # Views (issue 45): the mirror's view ops against ATen's (tests/support/view_scenarios.py).
+    for label, ours, atens in view_scenarios.pairs(m):
+        compare(f"view {label}", ours, atens)
+
     n = len(RESULTS)
     agree = sum(1 for r in RESULTS if r[1])
     record_property("summary", f"{n} scenario pairs, {agree} agree")   # shown at the end (tests/conftest.py)
@@ -281,3 +295,30 @@ def test_mutating_op_without_entry_passes_opcheck_as_torch_library_does(m, requi
     args = (a.requires_grad_(requires_grad), b.requires_grad_(requires_grad), torch.zeros(3, 4, dtype=torch.double))
     for op in (torch.ops.mirror.myadd_out.default, torch.ops.mirror_ref.myadd_out.default):
         torch.library.opcheck(op, args)
+
+
+# The scenario that shows each generated kernel of the views at work.
+WITHOUT = {"ADInplaceOrView": "_base, _is_view(), the storage", "Autograd": "backward through the view"}
+
+
+@pytest.mark.parametrize("key", sorted(WITHOUT))
+def test_the_view_scenarios_fail_without_a_generated_kernel_and_pass_again_with_it(m, key):
+    """The views' `key` kernel replaced by a fallthrough (as if it were not
+    registered): ATen's view semantics are lost and the scenarios say so,
+    for each mirror; the kernel restored, every pair agrees again."""
+    def disagreeing():
+        RESULTS.clear()
+        for label, ours, atens in view_scenarios.pairs(m):
+            compare(label, ours, atens)
+        return [r[0] for r in RESULTS if not r[1]]
+    lib = torch.library.Library("mirror", "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+            for op in ("diagonal", "transpose.int", "unbind.int"):
+                lib.impl(op, torch.library.fallthrough_kernel, key)
+        without = disagreeing()
+    finally:
+        lib._destroy()
+    assert {f"{name}: {WITHOUT[key]}" for name in view_scenarios.mirrors(m)} <= set(without), without
+    assert disagreeing() == []

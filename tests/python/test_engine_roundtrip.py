@@ -80,7 +80,8 @@ TORCH_LIBRARY_IMPL(roundtrip, CPU, m) {
 
 # Everything generated, in one TU (quoted includes resolve next to each file).
 OPS = ["my_mul", "my_exp", "my_sum_scaled"]
-GENERATED = '#include "gen/unity/bucket_0.cpp"\n'   # one bucket: the Functions and the op kernels
+# One bucket (the Functions and the op kernels), and the digest of the generated code (codegen/emit/cache_key.py).
+GENERATED = '#include "gen/unity/bucket_0.cpp"\n#include "gen/cache_key.cpp"\n'
 
 
 @pytest.fixture(scope="module")

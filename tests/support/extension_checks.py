@@ -53,6 +53,14 @@ def cases(ops):
                    "SumAsBackward0"),
         "sum_as_dtype": (lambda a: ops.sum_as(a, [4, 3], [0], dtype=torch.double),
                          lambda a: a.reshape(4, 3).sum([0], dtype=torch.double), (x,), "SumAsBackward0"),
+        # views (the generated ADInplaceOrView kernel: tests/example/test_views_pt2.py), and their copies
+        "band": (lambda a: ops.band(a, 1), lambda a: torch.diagonal(a, 1), (x,), "BandBackward0"),
+        "band_below": (lambda a: ops.band(a, -2), lambda a: torch.diagonal(a, -2), (x,), "BandBackward0"),
+        "band_copy": (lambda a: ops.band_copy(a, 1), lambda a: torch.diagonal_copy(a, 1), (x,), "BandBackward0_copy"),
+        "rows": (lambda a: tuple(ops.rows(a)), lambda a: a.unbind(0), (x,), "RowsBackward0"),
+        "rows_one": (lambda a: ops.rows(a)[2], lambda a: a[2], (x,), "RowsBackward0"),
+        "rows_copy": (lambda a: tuple(ops.rows_copy(a)), lambda a: tuple(torch.unbind_copy(a, 0)), (x,),
+                      "RowsBackward0_copy"),
     }
 
 

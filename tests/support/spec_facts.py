@@ -102,6 +102,19 @@ class ExampleOps:
         return sorted(units + ["kernels.os", "cache_key.os"] + bindings)
 
 
+def _is_view(entry: dict) -> bool:
+    """An op returning a view (`-> Tensor(a)`, `-> Tensor(a)[]`) with kernels
+    of its own: the tool adds its `_copy` op (docs/yaml-reference.md#views)."""
+    returns = entry["func"].split(") -> ", 1)[1]
+    implicit = "CompositeImplicitAutograd" in (entry.get("dispatch") or {"CompositeImplicitAutograd": None})
+    return "Tensor(" in returns and "!" not in returns and not implicit
+
+
+def _view_copy(entry: dict) -> str:
+    name, dot, overload = _op(entry["func"]).partition(".")
+    return f"{name}_copy{dot}{overload}"
+
+
 def _has_forward_formula(entry: dict) -> bool:
     """Read from the yaml entry itself, not from the generator: a forward
     formula's key is `result` or names outputs (`sin, cos`)."""
@@ -116,7 +129,8 @@ def example_ops(folder: str) -> ExampleOps:
     naming is checked against torchgen's on torch's specs elsewhere)."""
     from support.functions_reference import load_op_infos
     nf, d = os.path.join(folder, "native_functions.yaml"), os.path.join(folder, "derivatives.yaml")
-    natives = tuple(sorted(_op(f["func"]) for f in _yaml(nf)))
+    entries = _yaml(nf)
+    natives = tuple(sorted([_op(f["func"]) for f in entries] + [_view_copy(f) for f in entries if _is_view(f)]))
     infos = load_op_infos(nf, d)
     return ExampleOps(functions=tuple(sorted(i.op for i in infos)), natives=natives,
                       kernels=tuple(sorted(n.replace("::", "_").replace(".", "_") for n in natives)),

@@ -80,4 +80,20 @@ inline at::Tensor sum_as_backward(const at::Tensor& grad, c10::SymIntArrayRef se
   return g.expand_symint(size).reshape_symint(self_sizes).to(self_dtype);
 }
 
+// band's: the gradient laid on the k-th diagonal of zeros of self's sizes.
+inline at::Tensor band_backward(const at::Tensor& grad, c10::SymIntArrayRef self_sizes, int64_t k) {
+  return at::diagonal_backward_symint(grad, self_sizes, k, 0, 1);
+}
+
+// rows': the rows' gradients stacked, zeros for rows that got none.
+inline at::Tensor rows_backward(const std::vector<at::Tensor>& grads, c10::SymIntArrayRef self_sizes,
+                                const at::TensorOptions& options) {
+  std::vector<at::Tensor> rows;
+  rows.reserve(grads.size());
+  for (const auto& g : grads) {
+    rows.push_back(g.defined() ? g : at::zeros_symint(self_sizes.slice(1), options));
+  }
+  return at::stack(rows, 0);
+}
+
 }  // namespace myops

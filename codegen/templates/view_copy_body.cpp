@@ -1,0 +1,1 @@
+return _view_op.call(${args}).clone(at::MemoryFormat::Contiguous);
