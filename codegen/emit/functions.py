@@ -19,6 +19,7 @@ from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, 
 from ..templates import Template, load
 from .lines import INCLUDE, number_back
 from .load_check import render_load_check
+from .local_names import check_function_names
 from .options import EmitOptions
 from .prelude_headers import render_preludes
 from .saved import OPT_TENSOR_LIST, TENSOR, TENSOR_LIST, SavedSlot, saved_slots
@@ -85,6 +86,7 @@ class _Op:
             self.slots: list[SavedSlot] = saved_slots(info.all_saved_inputs, info.all_saved_outputs)
         except ValueError as e:
             raise SpecError(str(e), info.file or None, info.line or None, str(info.func.func)) from None
+        check_function_names(info, [s.name for s in self.slots])
         args = info.args_with_derivatives
         self.n = len(args)
         # List inputs get one slot per element; the count is saved at forward.

@@ -27,6 +27,7 @@ from ..templates import load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
 from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, registrations
 from .lines import AT_FORMULA, INCLUDE, number_back
+from .local_names import check_kernel_names
 from .registration import registration
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
@@ -118,6 +119,7 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
             why="no derivatives entry: no Autograd kernel, torch's autograd fallback applies",
             registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
         return files
+    check_kernel_names(f, [a.name for a in args])
     impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
     holes = _autograd_kernel(unit, opts, ret, params)
     located = any(AT_FORMULA in line for line in holes["body"])
