@@ -26,12 +26,11 @@ from typing import Optional
 from ..errors import SpecError
 from ..spec.native_functions import NativeFunction
 from ..templates import load
-from ..tree import BANNER
 
 KEYS = ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
 CIA = "CompositeImplicitAutograd"
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char
+CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char
 char8_t char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
 co_await co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
 extern false float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr
@@ -70,7 +69,7 @@ def dispatch_of(f: NativeFunction) -> Optional[Dispatch]:
                                 f"{', '.join(KEYS)})", f.file, line, label)
             if any(k == prev for prev, _ in kernels):
                 raise SpecError(f"dispatch key '{k}' is given twice", f.file, line, label)
-            if not isinstance(name, str) or not _IDENT.fullmatch(name) or name in _CPP_KEYWORDS:
+            if not isinstance(name, str) or not _IDENT.fullmatch(name) or name in CPP_KEYWORDS:
                 raise SpecError(f"kernel name {name!r} for dispatch key '{k}' is not a C++ identifier "
                                 f"(the name of a function in namespace {f.namespace}::native)",
                                 f.file, line, label)
@@ -103,12 +102,12 @@ def key_line(f: NativeFunction, key: str, within: Optional[str] = None) -> int:
     return next((i + 1 for i in range(start, end) if at(key, i)), start if within else f.line)
 
 
-def declarations(f: NativeFunction, d: Dispatch, signature: tuple[str, str]) -> str:
-    """`ops/<stem>.h`: the kernels the extension writes for `f`."""
+def declarations(f: NativeFunction, d: Dispatch, signature: tuple[str, str]) -> list[str]:
+    """The part of `ops/<stem>.h` that declares the kernels the extension writes for `f`."""
     ret, params = signature
-    return load("op_kernels.h").substitute(
-        banner=BANNER, op=f"{f.namespace}::{f.func}", keys=", ".join(k for k, _ in d.kernels),
-        native_ns=f"{f.namespace}::native", declarations=[f"{ret} {name}({params});" for name in d.names()])
+    return load("op_native_kernels.h").lines(
+        keys=", ".join(k for k, _ in d.kernels), native_ns=f"{f.namespace}::native",
+        declarations=[f"{ret} {name}({params});" for name in d.names()])
 
 
 def registrations(f: NativeFunction, d: Dispatch) -> list[tuple[str, str]]:

@@ -25,6 +25,7 @@ from ..spec.native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
 from ..templates import load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
+from .callers import callee_includes, caller_declaration, caller_definition
 from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, registrations
 from .lines import AT_FORMULA, INCLUDE, number_back
 from .local_names import check_kernel_names
@@ -90,7 +91,9 @@ def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> 
 # ------------------------------------------------------------------ render
 
 
-def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
+def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = ()) -> dict[str, str]:
+    """`ops/<stem>.h` and `ops/<stem>.cpp`; `callees`: the stems of the ops
+    its forward formulas call (emit/callers.py)."""
     f = unit.func
     fs = f.func
     refuse_aliasing(f)
@@ -98,24 +101,25 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
     ret, params = _signature(f)
     args = fs.schema_order_arguments()
     decl = ", ".join(f"{t} {a.name}" for t, a in zip(params, args))
-    files: dict[str, str] = {}
-    if dispatch is not None:
-        files[op_file(unit.stem, ".h")] = declarations(f, dispatch, (ret, decl))
     op = f"{f.namespace}::{fs}"
-    own_header = include(unit.path, op_file(unit.stem, ".h"))
+    files = {op_file(unit.stem, ".h"): load("op_kernels.h").substitute(
+        banner=BANNER, op=op, caller=caller_declaration(unit, opts.ns, ret, params),
+        kernels=declarations(f, dispatch, (ret, decl)) if dispatch is not None else [])}
+    own_header = [f'#include "{include(unit.path, op_file(unit.stem, ".h"))}"']
+    caller = caller_definition(unit, opts.ns, ret, params)
     if dispatch is not None and dispatch.implicit:
         if unit.info is not None and unit.info.op:
             raise SpecError(f"a CompositeImplicitAutograd op is differentiated through the ops its kernel "
                             f"calls, but derivatives.yaml has an entry for it (line {unit.info.line}): remove "
                             f"one of them", f.file, key_line(f, "dispatch"), op)
         files[unit.path] = load("op_registration.cpp").substitute(
-            banner=BANNER, op=op, own_header=[f'#include "{own_header}"'],
+            banner=BANNER, op=op, own_header=own_header, caller=caller,
             why="differentiated through its CompositeImplicitAutograd kernel",
             registration=registration(unit, opts, registrations(f, dispatch)))
         return files
     if uses_autograd_fallback(unit):
         files[unit.path] = load("op_registration.cpp").substitute(
-            banner=BANNER, op=op, own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
+            banner=BANNER, op=op, own_header=own_header, caller=caller,
             why="no derivatives entry: no Autograd kernel, torch's autograd fallback applies",
             registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
         return files
@@ -125,7 +129,7 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
     located = any(AT_FORMULA in line for line in holes["body"])
     files[unit.path] = number_back(load("op_kernel.cpp").substitute(
         banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl,
-        own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
+        own_header=own_header, callee_headers=callee_includes(unit.path, callees), caller=caller,
         derivative_lines=INCLUDE if located else [],
         registration=registration(unit, opts, impls), **holes), f"../{unit.path}")
     return files

@@ -2,6 +2,7 @@ ${banner}
 // Registration and Autograd kernel of ${op}
 
 ${own_header}
+${callee_headers}
 ${function_header}
 ${prelude_impl}
 #include <ATen/TensorGeometry.h>
@@ -24,4 +25,5 @@ ${ret} ${kernel}(${params}) {
 }  // namespace
 }  // namespace ${ns}
 
+${caller}
 ${registration}

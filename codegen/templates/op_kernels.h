@@ -1,5 +1,5 @@
 ${banner}
-// The hand-written kernels of ${op} (${keys}).
+// What calls ${op}, and the kernels written for it by hand.
 #pragma once
 
 #include <ATen/core/List.h>
@@ -10,8 +10,5 @@ ${banner}
 #include <tuple>
 #include <vector>
 
-namespace ${native_ns} {
-
-${declarations}
-
-}  // namespace ${native_ns}
+${caller}
+${kernels}
