@@ -150,9 +150,9 @@ def tool_code_roots() -> list[str]:
     """The folders of the tool's and the generator's modules, as
     `record_inputs` takes them: this package's, and the generator's where
     it is not inside it (a checkout's codegen/, beside site_scons/)."""
-    import autograd_scons
-    import autograd_scons.codegen
-    roots = [os.path.dirname(os.path.abspath(m.__file__)) for m in (autograd_scons, autograd_scons.codegen)]
+    from autograd_scons.codegen import errors
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    roots = [package, os.path.dirname(os.path.abspath(errors.__file__))]
     return [r for r in roots if not any(r.startswith(o + os.sep) for o in roots if o != r)]
 
 

@@ -15,7 +15,7 @@ folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
 gen/'s objects, obj/<name>.so (SCons's link), `<name>.so` (the library
 loaded: a finished link renamed into place), build.log, the lock and the
 stamp.  One lock (lock.BuildLock) is held across the up-to-date
-check, generation, compile, link and load; the stamp (buildenv.stamp.up_to_date)
+check, generation, compile, link and load; the stamp (buildenv.build_stamp.up_to_date)
 lets an unchanged load() in a fresh process skip SCons altogether.
 
 The compiler is $CXX (default g++), $AUTOGRAD_LAUNCHER goes before it,

@@ -134,7 +134,7 @@ def test_installed_tool_builds_an_embedding_sconstruct(venv):
     for mod in ("autograd_scons.codegen", "autograd_scons.codegen.engine.incremental", "autograd_scons",
                 "autograd_scons.buildenv.verified_cache", "autograd_scons.tool.library_stamp", "SCons"):
         assert files.get(mod) and os.path.realpath(files[mod]).startswith(site), (mod, files.get(mod))
-    assert os.path.realpath(seen["tool"]) == os.path.join(site, "autograd_scons", "tool", "functions.py")
+    assert os.path.realpath(seen["tool"]) == os.path.join(site, "autograd_scons", "tool", "builders.py")
     assert not [n for n in files if n.split(".")[0] in ("codegen", "torch_flags", "autograd_stamp")]
     assert _from_checkout(files) == []
     # an editable install of the same source generates the same files
