@@ -45,11 +45,14 @@ def samples(ops):
         "sq_norm": ((_g(3, 4),), {}),
         "prod_diff": ((_g(3, 4), _g(3, 4)), {}),
         "sum_as": ((_g(3, 4), [2, 3, 2], [0, -1]), {"dtype": torch.double}),
+        "block_sum": ((_g(3, 4), 2), {}),
+        "block_sum_backward": ((_g(3, 2), 2), {}),
     }
 
 
 OPS = ["bmul", "scale", "scale_", "scale.out", "row_sum", "affine", "stack_sum", "sincos_sign", "myexp",
-       "gather_rows", "soft_clip", "cube", "masked_scale", "sq_norm", "prod_diff", "sum_as"]
+       "gather_rows", "soft_clip", "cube", "masked_scale", "sq_norm", "prod_diff", "sum_as", "block_sum",
+       "block_sum_backward"]
 SAMPLES = OPS + ["affine_no_bias"]
 
 

@@ -49,6 +49,9 @@ def jvp_cases(ops):
         "prod_diff": (lambda a, c: tuple(ops.prod_diff(a, c)), lambda a, c: (a * c, a - c), (_x(), _x())),
         "sum_as": (lambda a: ops.sum_as(a, [2, 3, 2], [0, -1]), lambda a: a.reshape(2, 3, 2).sum([0, -1]),
                    (_x(),)),
+        "block_sum": (lambda a: ops.block_sum(a, 2), lambda a: a.reshape(3, 2, 2).sum(-1), (_x(),)),
+        "block_sum_backward": (lambda g: ops.block_sum_backward(g, 2), lambda g: g.repeat_interleave(2, -1),
+                               (_x(),)),
     }
 
 
@@ -149,7 +152,8 @@ def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op,
 
 # Every Function (tests/example/test_example_coverage.py checks that).
 GRADGRAD = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign", "myexp",
-            "gather_rows", "soft_clip", "cube", "masked_scale", "prod_diff", "sum_as"]
+            "gather_rows", "soft_clip", "cube", "masked_scale", "prod_diff", "sum_as", "block_sum",
+            "block_sum_backward"]
 
 
 @pytest.mark.compile

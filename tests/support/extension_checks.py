@@ -53,6 +53,10 @@ def cases(ops):
                    "SumAsBackward0"),
         "sum_as_dtype": (lambda a: ops.sum_as(a, [4, 3], [0], dtype=torch.double),
                          lambda a: a.reshape(4, 3).sum([0], dtype=torch.double), (x,), "SumAsBackward0"),
+        # a SymInt argument; each formula calls the other op through its generated caller
+        "block_sum": (lambda a: ops.block_sum(a, 2), lambda a: a.reshape(3, 2, 2).sum(-1), (x,), "BlockSumBackward0"),
+        "block_sum_backward": (lambda g: ops.block_sum_backward(g, 2), lambda g: g.repeat_interleave(2, -1), (x,),
+                               "BlockSumBackwardBackward0"),
     }
 
 
