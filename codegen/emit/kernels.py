@@ -100,10 +100,10 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = 
     dispatch = dispatch_of(f)
     ret, params = _signature(f)
     args = fs.schema_order_arguments()
-    decl = ", ".join(f"{t} {a.name}" for t, a in zip(params, args))
+    decl = parameters_of(f, params)
     op = f"{f.namespace}::{fs}"
     files = {op_file(unit.stem, ".h"): load("op_kernels.h").substitute(
-        banner=BANNER, op=op, caller=caller_declaration(unit, opts.ns, ret, params),
+        banner=BANNER, op=op, type_includes=load("kernel_types.h").lines(), caller=caller_declaration(unit, opts.ns, ret, params),
         kernels=declarations(f, dispatch, (ret, decl)) if dispatch is not None else [])}
     own_header = [f'#include "{include(unit.path, op_file(unit.stem, ".h"))}"']
     caller = caller_definition(unit, opts.ns, ret, params)
@@ -148,6 +148,11 @@ def uses_autograd_fallback(unit: KernelUnit) -> bool:
 def signature_of(f: NativeFunction) -> tuple[str, list[str]]:
     """The C++ return type and parameter types a hand-written kernel of `f` has."""
     return _signature(f)
+
+
+def parameters_of(f: NativeFunction, types: Sequence[str]) -> str:
+    """A kernel's parameter list: each type of `types` with its argument's name."""
+    return ", ".join(f"{t} {a.name}" for t, a in zip(types, f.func.schema_order_arguments()))
 
 
 def _signature(f: NativeFunction) -> tuple[str, list[str]]:

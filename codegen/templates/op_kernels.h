@@ -2,13 +2,7 @@ ${banner}
 // What calls ${op}, and the kernels written for it by hand.
 #pragma once
 
-#include <ATen/core/List.h>
-#include <ATen/core/Tensor.h>
-#include <c10/core/Scalar.h>
-#include <c10/core/SymInt.h>
-#include <optional>
-#include <tuple>
-#include <vector>
+${type_includes}
 
 ${caller}
 ${kernels}
