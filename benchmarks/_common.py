@@ -165,13 +165,22 @@ def summarize(values: list[float]) -> dict:
 
 # ------------------------------------------------------------ scons side
 
-_IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
+_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", "*.egg-info",
                                  ".sconsign*", "compile_commands.json", ".benchmarks", "bench_*_results")
+
+
+def _left_out(folder: str, names: list[str]) -> set[str]:
+    """What a clone leaves out: the build folders at the top only (site_scons/
+    has buildenv/, tool/builders.py, build_meta.py)."""
+    skipped = set(_IGNORE(folder, names))
+    if os.path.abspath(folder) == REPO:
+        skipped |= {n for n in names if n.startswith("build")}
+    return skipped
 
 
 def clone(dst: str) -> str:
     """A copy of this checkout's working tree, as a second checkout would be."""
-    shutil.copytree(REPO, dst, ignore=_IGNORE)
+    shutil.copytree(REPO, dst, ignore=_left_out)
     return str(dst)
 
 

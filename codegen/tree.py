@@ -5,6 +5,7 @@ which folders it owns.  Nothing else spells a path of the output folder.
     prelude.h, prelude_impl.h   shared headers (emit/prelude.py)
     load_check.h                the load-time clash check (emit/load_check.py)
     support.cpp                 what those headers declare, compiled once (emit/support.py)
+    cache_key.cpp               the digest of the generated code, for torch.compile's caches (emit/cache_key.py)
     Functions.h                 umbrella: every Function's header
     functions/<Op>.h, .cpp      one autograd Function
     ops/<ns>_<op>.h, .cpp       one op's caller, registration and Autograd kernel
@@ -43,6 +44,7 @@ PRELUDE_IMPL_H = "prelude_impl.h"
 LOAD_CHECK_H = "load_check.h"
 LINES_H = "derivative_lines.h"   # each formula's yaml line (emit/lines.py)
 SUPPORT_CPP = "support.cpp"
+CACHE_KEY_CPP = "cache_key.cpp"
 UMBRELLA_H = "Functions.h"
 BINDINGS_H = f"{PYTHON}/bindings.h"
 # The SCons tool's precompiled-prelude wrapper (site_scons/tool/pch.py).
@@ -99,6 +101,7 @@ class TUKind(enum.Enum):
     UNIT = "unit"          # one unit's own TU (unity=0)
     BINDING = "binding"    # a shard of the Functions' Python bindings
     SUPPORT = "support"    # what the shared headers declare, compiled once (unity=0)
+    CACHE_KEY = "cache_key"  # the digest of the generated code: no header, never the prelude
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,8 @@ def translation_unit(rel: str) -> TranslationUnit:
         return TranslationUnit(rel, TUKind.BINDING)
     if rel == SUPPORT_CPP:
         return TranslationUnit(rel, TUKind.SUPPORT)
+    if rel == CACHE_KEY_CPP:
+        return TranslationUnit(rel, TUKind.CACHE_KEY)
     return TranslationUnit(rel, TUKind.UNIT)
 
 

@@ -53,11 +53,13 @@ class Pch(enum.Enum):
 
     def takes_prelude(self, kind: TUKind, cold_tus: int, family: str = "gcc") -> bool:
         """Whether a TU of `kind` is compiled against the prelude, in a build
-        whose TUs other than the edit TUs (plus the caller's own TUs compiled
-        alongside) number `cold_tus`, by a compiler of `family` ("gcc" or
+        whose TUs other than the edit TUs and the digest's (plus the caller's
+        own TUs compiled alongside) number `cold_tus`, by a compiler of `family` ("gcc" or
         "clang").  Depends on kinds and counts alone, never on the build's
         history: a setting that flipped with an edit would recompile
         everything in the middle of an edit loop."""
+        if kind is TUKind.CACHE_KEY:  # one string, no header: the prelude would be its whole cost
+            return False
         if self is not Pch.AUTO:
             return self is Pch.ON
         return kind is TUKind.EDIT or prelude_pays(cold_tus, family)

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..emit import python_bindings
+from ..emit.cache_key import render_cache_key
 from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
 from ..errors import SpecError
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
-from ..tree import (MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind, bucket_file,
-                   bucket_index, translation_unit)
+from ..tree import (CACHE_KEY_CPP, MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind,
+                   bucket_file, bucket_index, translation_unit)
 from .unity_files import included, included_by_members, render_buckets, render_edit_tus, translation_units
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
 from .native_cache import NativeCache
@@ -174,7 +175,8 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
         if request.dry_run:
             return result
         discard_manifest(mpath)
-        write_files(out_dir, files)
+        write_files(out_dir, {rel: text for rel, text in files.items() if rel != CACHE_KEY_CPP})
+        write_files(out_dir, {rel: text for rel, text in files.items() if rel == CACHE_KEY_CPP})  # the code's digest last
         pruned = prune(out_dir, OWNED_FOLDERS, set(owner), set(old.files) if old else set())
         result.foreign = pruned.foreign
         stats = {rel: stat_of(os.path.join(out_dir, rel)) for rel in owner}
@@ -255,6 +257,8 @@ class _State:
         names = [u.name for u in units]
         tus = translation_units(units, p.layout) + \
             [TranslationUnit(rel, TUKind.BINDING) for rel in python_bindings.sources(len(bound))]
+        if request.opts.patch is None:  # (a patch of libtorch's Functions defines no op: emit/cache_key.py)
+            tus.append(TranslationUnit(CACHE_KEY_CPP, TUKind.CACHE_KEY))
         result = Result(self.out_dir, names, {k.name: Kind(k.kind) for k in keys}, tus, p.layout,
                         removed=rendered.removed, reasons=rendered.reasons, keys={k.name: k.key for k in keys},
                         parsed=True, warning=self.warning, dry_run=request.dry_run,
@@ -321,6 +325,8 @@ class _State:
         shared.update(bindings)
         # every formula's yaml line, outside the Functions' keys (emit/lines.py)
         shared.update(render_lines([u.subject for u in units if u.kind is Kind.FUNCTION]))
+        if request.opts.patch is None:
+            shared.update(render_cache_key(self._generated(r, shared)))
         shared.update(render_buckets(units, p.layout, p.rewrite, text_of))
         shared.update(render_edit_tus(units, p.layout))
         for rel, text in shared.items():
@@ -328,6 +334,18 @@ class _State:
         for i in set(range(p.layout.buckets)) - p.rewrite:  # kept as they are, old text and all
             r.owner[bucket_file(i)] = ""
         return rewritten
+
+    def _generated(self, r: "_Rendered", shared: dict):
+        """(relpath, bytes) of every unit's file and of `shared`: a unit
+        not rendered this run has its files on disk, up to date."""
+        for rel, unit in r.owner.items():
+            text = r.texts.get(unit, {}).get(rel)
+            if text is not None:
+                yield rel, text.encode()
+                continue
+            with open(os.path.join(self.out_dir, rel), "rb") as f:
+                yield rel, f.read()
+        yield from ((rel, text.encode()) for rel, text in shared.items())
 
 
 @dataclass

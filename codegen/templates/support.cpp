@@ -6,6 +6,7 @@ ${banner}
 #include "${load_check_h}"
 
 ${load_check_definitions}
+${cache_tag_definitions}
 
 namespace ${ns} {
 

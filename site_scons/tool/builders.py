@@ -92,7 +92,7 @@ def _compiled(env, out, request, result, nodes, own=(), plain=lambda n: n):
     kinds = [t.kind for t in result.tus] if result is not None else [None] * len(nodes)
     kinds += [None] * len(own)  # the caller's sources count as a cold build's TUs
     everything = list(nodes) + list(own)
-    cold = sum(1 for k in kinds if k is not TUKind.EDIT)
+    cold = sum(1 for k in kinds if k not in (TUKind.EDIT, TUKind.CACHE_KEY))   # (which never take it)
     family = compiler_family(env)
     chosen = [n for n, k in zip(everything, kinds) if request.pch.takes_prelude(k, cold, family)]
     with_prelude = dict(zip(chosen, pch_objects(env, out, chosen, _no_duplicate))) if chosen else {}

@@ -269,9 +269,9 @@ def test_dry_run_writes_nothing(specs):
 
 def test_unity_sources_are_the_buckets(specs):
     r = specs.update(unity=2)
-    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp", scenarios.BINDINGS]
+    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp", scenarios.BINDINGS, scenarios.CACHE_KEY]
     r = specs.update(unity=1)
-    assert r.sources == ["unity/bucket_0.cpp", scenarios.BINDINGS]
+    assert r.sources == ["unity/bucket_0.cpp", scenarios.BINDINGS, scenarios.CACHE_KEY]
     assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
 
 
@@ -299,7 +299,7 @@ def test_shadowed_text_stays_until_the_bucket_is_damaged(specs):
     with open(bucket) as f:
         text = f.read()
     assert "grad * alpha * 2" in text and "by hand" not in text
-    assert r.sources == [scenarios.BUCKET, scenarios.BINDINGS]
+    assert r.sources == [scenarios.BUCKET, scenarios.BINDINGS, scenarios.CACHE_KEY]
 
 
 KILLER = """
@@ -319,22 +319,23 @@ incremental.update({out!r}, {nf!r}, {d!r},
 """
 
 
-@pytest.mark.parametrize("after", [1, 2, 3, 4])
+@pytest.mark.parametrize("after", [1, 2, 3, 4, 5])
 def test_sigkill_mid_generation_then_update_equals_clean_build(specs, after):
     # Two ops edited: two .cpp writes and their edit TU's (both in edit TU
-    # 0; their old text stays in the bucket), then the manifest (the 4th rename).
+    # 0; their old text stays in the bucket), the digest of the code
+    # (cache_key.cpp, after it), then the manifest (the 5th rename).
     assert {slot_of("ScaleBackward0", scenarios.JOBS), slot_of("MulBackward0", scenarios.JOBS)} == {0}
     specs.edit(*scenarios.FORMULA)
     specs.edit(*scenarios.FORMULA_MUL)
     code = KILLER.format(repo=REPO, after=after, out=specs.out, nf=specs.nf, d=specs.d, jobs=scenarios.JOBS)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
-    assert os.path.exists(os.path.join(specs.out, MANIFEST)) == (after == 4)
+    assert os.path.exists(os.path.join(specs.out, MANIFEST)) == (after == 5)
     r = specs.update()
-    assert r.parsed == (after < 4)
+    assert r.parsed == (after < 5)
     fresh = Specs(specs.root / "fresh", like=specs)
     fresh.update()
-    if after == 4:  # the update had finished: the edited ops compile alone, the cold layout has them in the bucket
+    if after == 5:  # the update had finished: the edited ops compile alone, the cold layout has them in the bucket
         assert {p: t for p, t in tree(specs.out).items() if not p.startswith("unity")} == \
             {p: t for p, t in tree(fresh.out).items() if not p.startswith("unity")}
     else:

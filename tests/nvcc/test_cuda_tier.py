@@ -9,7 +9,8 @@ hold SASS for each, the library loads with CUDA kernels registered, the
 example's full checks (gradcheck, opcheck, torch.compile, forward AD, and
 tests/nvcc/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
 torch 2.14.1, and so do the differential suite
-(tests/python/test_aten_differential.py, on CPU tensors) and the proof of
+(tests/python/test_aten_differential.py, on CPU tensors), torch.compile's
+caches after a formula edit (tests/python/test_compile_cache.py) and the proof of
 torch's own Functions patched into torch 2.14.1 (tests/torch_patch/test_patch_opinfo.py).  A second clone sharing the CacheDir: all hits, then an
 architecture change recompiles the `.cu` object only, and a `dispatch:
 CUDA:` kernel that no source defines fails the load naming it."""
@@ -39,6 +40,7 @@ LIBRARY = os.path.join("build", "example", "myops_ext.so")
 CHECKS = ["tests/nvcc/test_cuda_kernels.py", "tests/example/test_extension_pt2.py", "tests/example/test_forward_ad.py"]
 DIFFERENTIAL = "tests/python/test_aten_differential.py"
 PATCH_PROOF = "tests/torch_patch/test_patch_opinfo.py"
+COMPILE_CACHE = "tests/python/test_compile_cache.py"
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +130,13 @@ def pytest_in_venv(python, root, modules, **environ):
 
 def test_the_example_checks_pass_under_torch_2_14(first, venv):
     pytest_in_venv(venv, first[0], CHECKS, AGF_TEST_BUILD_SPECS="build", TORCH_CUDA_ARCH_LIST=ARCHS)
+
+
+def test_torch_compiles_caches_see_an_edited_formula_under_torch_2_14(venv, tmp_path):
+    """A library's digest in torch.compile's cache key tag (codegen/emit/cache_key.py)
+    under torch 2.14.1, whose `torch.compiler.config.cache_key_tag` is 2.13's:
+    on CPU tensors, inductor compiling C++."""
+    pytest_in_venv(venv, clone(tmp_path / "cache", torch_facts=False), [COMPILE_CACHE])
 
 
 def test_the_differential_suite_agrees_under_torch_2_14(venv, tmp_path):

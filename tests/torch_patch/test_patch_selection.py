@@ -144,6 +144,10 @@ def test_a_patch_tree_defines_libtorchs_classes_and_records_the_selection(specs)
     files = sorted(os.path.relpath(os.path.join(d, f), out) for d, _, fs in os.walk(out) for f in fs
                    if not f.startswith("."))
     assert "Functions.h" not in files and not any(f.startswith("functions/") and f.endswith(".h") for f in files)
+    # it defines no op: nothing of it keys torch.compile's caches (codegen/emit/cache_key.py)
+    assert "cache_key.cpp" not in files and "cache_key.cpp" not in result.sources
+    with open(os.path.join(out, "support.cpp")) as f:
+        assert "cache_key_tag" not in f.read()
     with open(os.path.join(out, "functions", "SinBackward0.cpp")) as f:
         text = f.read()
     assert "#include <torch/csrc/autograd/generated/Functions.h>" in text
