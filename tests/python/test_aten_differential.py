@@ -36,7 +36,10 @@ def m(tmp_path_factory):
                      "--namespace", "mirror::autograd", "--include", "helpers.h", "--unity", "1"]) == 0
     (root / "build").mkdir()
     cpp_extension.load("autograd_ext_aten_mirror", [os.path.join(FIXTURE, "kernels.cpp"),
-                                                    str(root / "gen" / "unity" / "bucket_0.cpp")],
+                                                    str(root / "gen" / "unity" / "bucket_0.cpp"),
+                                                    # the digest support.cpp (in the bucket) adds to
+                                                    # torch.compile's cache key tag
+                                                    str(root / "gen" / "cache_key.cpp")],
                        extra_cflags=["-O0", "-w"], extra_include_paths=[FIXTURE, str(root)],
                        build_directory=str(root / "build"), is_python_module=False, verbose=False)
     return torch.ops.mirror

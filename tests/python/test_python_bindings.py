@@ -217,7 +217,7 @@ def _compile_all(dirs):
     flags = ["-O0", "-w", *cxx.torch_flags(), *cxx.python_flags()]
     cmds = [[cxx.CXX, *flags, f"-I{d / 'gen'}", "-c", str(src), "-o", str(src) + ".o"]
             for d in dirs for src in (d / "gen" / "unity" / "bucket_0.cpp", d / "gen" / "python" / "bindings_0.cpp",
-                                      d / "kernels.cpp")]
+                                      d / "gen" / "cache_key.cpp", d / "kernels.cpp")]
     for r in cxx.run_all(cmds):
         assert r.returncode == 0, str(r)
 
@@ -267,8 +267,9 @@ else:
 def test_clashing_names_take_qualified_ones_and_the_same_class_twice_fails_the_load(tmp_path):
     a, b = _library(tmp_path, "clash_a", 2), _library(tmp_path, "clash_b", 3)
     _compile_all([a, b])
+    # cache_key.cpp: the digest support.cpp (in the bucket) adds to torch.compile's cache key tag
     libs = [_link(tmp_path / f"lib{d.name}.so", [d / "gen/unity/bucket_0.cpp.o", d / "gen/python/bindings_0.cpp.o",
-                                                    d / "kernels.cpp.o"]) for d in (a, b)]
+                                                    d / "gen/cache_key.cpp.o", d / "kernels.cpp.o"]) for d in (a, b)]
     # A second library defining clash_a's classes again (its bindings alone, the
     # rest from the first library, which it is linked to): it must not register.
     again = _link(tmp_path / "libagain.so", [a / "gen/python/bindings_0.cpp.o", libs[0]])
