@@ -1,5 +1,5 @@
 """The generator's commands of `python -m autograd_scons` (infos, generate,
-weaken): `add_commands` puts them on the tool's parser (autograd_scons's
+signatures, weaken): `add_commands` puts them on the tool's parser (autograd_scons's
 __main__.py), `run` runs the one parsed.
 
 Each command imports what it runs when it runs (the imports inside the
@@ -30,6 +30,18 @@ def _cmd_infos(args: argparse.Namespace) -> int:
     infos = load_infos(args.native_functions, args.derivatives, args.tags)
     # One info per line: readable, diffable, and the C encoder (no indent) is fast.
     sys.stdout.write('{"infos": [\n' + ",\n".join(json.dumps(i.as_json()) for i in infos) + "\n]}\n")
+    return 0
+
+
+def _cmd_signatures(args: argparse.Namespace) -> int:
+    from .emit.signatures import kernel_signatures  # (on use: see the module's docstring)
+    from .spec.load_derivatives import gc_paused
+    from .spec.native_functions import load_tags, parse_native_functions
+    from .spec.yaml_io import read_text
+    with gc_paused():
+        native = parse_native_functions(args.native_functions, read_text(args.native_functions),
+                                        load_tags(args.tags))
+    sys.stdout.write(kernel_signatures(native, os.path.basename(args.native_functions)))
     return 0
 
 
@@ -109,6 +121,13 @@ def add_commands(sub) -> None:
                           "(repeatable); for PyTorch's own specs: torch/csrc/autograd/FunctionsManual.h")
     gen.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
     gen.set_defaults(run=_cmd_generate)
+
+    sig = sub.add_parser("signatures", help="print the C++ declaration of every kernel native_functions.yaml "
+                                            "names under dispatch:, as the generated ops/<ns>_<op>.h declare them")
+    sig.add_argument("native_functions", metavar="YAML", help="native_functions.yaml: the operator schemas")
+    sig.add_argument("--tags", metavar="YAML", default=None,
+                     help="tags.yaml: the valid tags (optional; without it any tag is accepted)")
+    sig.set_defaults(run=_cmd_signatures)
 
     weak = sub.add_parser("weaken", help="copy a bucket's object with the symbols the edit TUs' "
                                          "objects define made weak (ELF; nm and objcopy)")

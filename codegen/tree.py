@@ -8,7 +8,7 @@ which folders it owns.  Nothing else spells a path of the output folder.
     cache_key.cpp               the digest of the generated code, for torch.compile's caches (emit/cache_key.py)
     Functions.h                 umbrella: every Function's header
     functions/<Op>.h, .cpp      one autograd Function
-    ops/<ns>_<op>.h, .cpp       one op's registration and Autograd kernel
+    ops/<ns>_<op>.h, .cpp       one op's caller, registration and Autograd kernel
     unity/bucket_<i>.cpp        unity buckets; unity/edited_<j>.cpp: edit TUs (layout.py)
     python/bindings.h, python/bindings_<k>.cpp   Python bindings (emit/python_bindings.py)
     patch.json                  a patch of libtorch's Functions: what it patches and leaves out (patch_selection.py)

@@ -2,6 +2,7 @@
 
     generate   write the C++ autograd Functions of a pair of spec files
     infos      print the differentiability infos as JSON
+    signatures print the C++ declaration of every kernel a native_functions.yaml names
     weaken     copy a bucket's object with the edit TUs' symbols made weak
     new        write a new extension project
     merge-wheels  merge variant wheels (one per torch minor and build) into one

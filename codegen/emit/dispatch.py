@@ -26,12 +26,11 @@ from typing import Optional
 from ..errors import SpecError
 from ..spec.native_functions import NativeFunction
 from ..templates import load
-from ..tree import BANNER
 
 KEYS = ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
 CIA = "CompositeImplicitAutograd"
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char
+CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char
 char8_t char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
 co_await co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
 extern false float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr
@@ -84,7 +83,7 @@ def dispatch_of(f: NativeFunction) -> Optional[Dispatch]:
 
 def cpp_identifier(name: str) -> bool:
     """Whether `name` can name a C++ function (an identifier, not a keyword)."""
-    return _IDENT.fullmatch(name) is not None and name not in _CPP_KEYWORDS
+    return _IDENT.fullmatch(name) is not None and name not in CPP_KEYWORDS
 
 
 def key_line(f: NativeFunction, key: str, within: Optional[str] = None) -> int:
@@ -108,12 +107,11 @@ def key_line(f: NativeFunction, key: str, within: Optional[str] = None) -> int:
     return next((i + 1 for i in range(start, end) if at(key, i)), start if within else f.line)
 
 
-def declarations(f: NativeFunction, d: Dispatch, signature: tuple[str, str], more: Optional[str] = None) -> str:
-    """`ops/<stem>.h`: the kernels the extension writes for `f` (and `more`:
-    a view's inverse)."""
+def declarations(f: NativeFunction, d: Dispatch, signature: tuple[str, str], more: Optional[str] = None) -> list[str]:
+    """The part of `ops/<stem>.h` that declares the kernels the extension
+    writes for `f` (and `more`: a view's inverse)."""
     ret, params = signature
-    return load("op_kernels.h").substitute(
-        banner=BANNER, op=f"{f.namespace}::{f.func}",
+    return load("op_native_kernels.h").lines(
         keys=", ".join(k for k, _ in d.kernels) + ("; the view's inverse" if more else ""),
         native_ns=f"{f.namespace}::native",
         declarations=[f"{ret} {name}({params});" for name in d.names()] + ([more] if more else []))

@@ -15,10 +15,12 @@ from typing import Iterable, Optional, Sequence
 from ..api.autograd import DifferentiabilityInfo
 from ..errors import SpecError
 from .backward import backward_body
+from .callers import callee_includes
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, function_file, include
 from ..templates import Template, load
 from .lines import INCLUDE, number_back
 from .load_check import render_load_check
+from .local_names import check_function_names
 from .options import EmitOptions
 from .prelude_headers import render_preludes
 from .saved import OPT_TENSOR_LIST, TENSOR, TENSOR_LIST, SavedSlot, saved_slots
@@ -85,6 +87,7 @@ class _Op:
             self.slots: list[SavedSlot] = saved_slots(info.all_saved_inputs, info.all_saved_outputs)
         except ValueError as e:
             raise SpecError(str(e), info.file or None, info.line or None, str(info.func.func)) from None
+        check_function_names(info, [s.name for s in self.slots])
         args = info.args_with_derivatives
         self.n = len(args)
         # List inputs get one slot per element; the count is saved at forward.
@@ -135,7 +138,7 @@ class _Op:
     def _unpacks(self) -> list[str]:
         return [s.check for s in self.slots if s.check] + [s.unpack for s in self.slots if s.unpack]
 
-    def definitions(self, ns: str, patch: bool = False) -> str:
+    def definitions(self, ns: str, patch: bool = False, callees: Sequence[str] = ()) -> str:
         op, here = self.op, function_file(self.op, ".cpp")
         mask = f"std::array<bool, {self.n}>"
         # A patch defines the members of libtorch's own class, as declared there.
@@ -144,6 +147,7 @@ class _Op:
             banner=BANNER, description=self.source, ns=ns, op=op, n=str(self.n), derivative_lines=INCLUDE,
             class_header=class_header,
             prelude_impl_h=include(here, PRELUDE_IMPL_H), load_check_h=include(here, LOAD_CHECK_H),
+            callee_headers=callee_includes(here, callees),
             params="".join(f",\n    {t}{'&' if ref else ''} {n}" for t, n, ref in self.params),
             args="".join(", " + a for a in self.call_args),
             ranges=self.ranges, backward=backward_body(self.info),
@@ -166,15 +170,16 @@ def class_layout(info: DifferentiabilityInfo) -> tuple[str, list[tuple[str, str]
     return o.superclass, [(t, n) for t, n, _ in o.members()]
 
 
-def render_op(info: DifferentiabilityInfo, opts: EmitOptions) -> dict[str, str]:
-    """`functions/<Op>.h` and `functions/<Op>.cpp` for one info with an op."""
+def render_op(info: DifferentiabilityInfo, opts: EmitOptions, callees: Sequence[str] = ()) -> dict[str, str]:
+    """`functions/<Op>.h` and `functions/<Op>.cpp` for one info with an op;
+    `callees`: the stems of the extension ops its formulas call (emit/callers.py)."""
     if not info.op:
         raise ValueError(f"info for '{info.func.func}' has no op: nothing is differentiable")
     o = _Op(info)
     if opts.patch:  # the class is libtorch's: its header is libtorch's
         return {function_file(o.op, ".cpp"): o.definitions(opts.ns, patch=True)}
     return {function_file(o.op, ".h"): o.header(opts.ns),
-            function_file(o.op, ".cpp"): o.definitions(opts.ns)}
+            function_file(o.op, ".cpp"): o.definitions(opts.ns, callees=callees)}
 
 
 # -------------------------------------------------------------- shared

@@ -25,8 +25,10 @@ from ..spec.native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
 from ..templates import load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
+from .callers import callee_includes, caller_declaration, caller_definition
 from .dispatch import declarations, dispatch_of, key_line, registrations
 from .lines import AT_FORMULA, INCLUDE, number_back
+from .local_names import check_kernel_names
 from .registration import registration
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
@@ -93,36 +95,41 @@ def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> 
 # ------------------------------------------------------------------ render
 
 
-def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
+def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = ()) -> dict[str, str]:
+    """`ops/<stem>.h` and `ops/<stem>.cpp`; `callees`: the stems of the ops
+    its forward formulas call (emit/callers.py)."""
     f = unit.func
     fs = f.func
     dispatch = dispatch_of(f)
     view = view_of(f, dispatch, unit.info)
     ret, params = _signature(f)
     args = fs.schema_order_arguments()
-    decl = ", ".join(f"{t} {a.name}" for t, a in zip(params, args))
-    files: dict[str, str] = {}
-    if dispatch is not None:
-        inverse = inverse_declaration(f, view, params) if view is not None else None
-        files[op_file(unit.stem, ".h")] = declarations(f, dispatch, (ret, decl), inverse)
+    decl = parameters_of(f, params)
     op = f"{f.namespace}::{fs}"
-    own_header = include(unit.path, op_file(unit.stem, ".h"))
+    inverse = inverse_declaration(f, view, params) if view is not None else None
+    files = {op_file(unit.stem, ".h"): load("op_kernels.h").substitute(
+        banner=BANNER, op=op, type_includes=load("kernel_types.h").lines(),
+        caller=caller_declaration(unit, opts.ns, ret, params),
+        kernels=declarations(f, dispatch, (ret, decl), inverse) if dispatch is not None else [])}
+    own_header = [f'#include "{include(unit.path, op_file(unit.stem, ".h"))}"']
+    caller = caller_definition(unit, opts.ns, ret, params)
     if dispatch is not None and dispatch.implicit:
         if unit.info is not None and unit.info.op:
             raise SpecError(f"a CompositeImplicitAutograd op is differentiated through the ops its kernel "
                             f"calls, but derivatives.yaml has an entry for it (line {unit.info.line}): remove "
                             f"one of them", f.file, key_line(f, "dispatch"), op)
         files[unit.path] = load("op_registration.cpp").substitute(
-            banner=BANNER, op=op, own_header=[f'#include "{own_header}"'],
+            banner=BANNER, op=op, own_header=own_header, caller=caller,
             why="differentiated through its CompositeImplicitAutograd kernel",
             registration=registration(unit, opts, registrations(f, dispatch)))
         return files
     if uses_autograd_fallback(unit):
         files[unit.path] = load("op_registration.cpp").substitute(
-            banner=BANNER, op=op, own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
+            banner=BANNER, op=op, own_header=own_header, caller=caller,
             why="no derivatives entry: no Autograd kernel, torch's autograd fallback applies",
             registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
         return files
+    check_kernel_names(f, [a.name for a in args])
     impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
     holes = _autograd_kernel(unit, opts, ret, params, view is not None)
     located = any(AT_FORMULA in line for line in holes["body"])
@@ -139,7 +146,7 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions) -> dict[str, str]:
     files[unit.path] = number_back(load("op_kernel.cpp").substitute(
         banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl, kernels=kinds,
         view_includes=load("view_includes.cpp").lines() if view is not None else [], view_kernels=more,
-        own_header=[f'#include "{own_header}"'] if dispatch is not None else [],
+        own_header=own_header, callee_headers=callee_includes(unit.path, callees), caller=caller,
         derivative_lines=INCLUDE if located else [],
         registration=registration(unit, opts, impls), **holes), f"../{unit.path}")
     return files
@@ -158,6 +165,11 @@ def uses_autograd_fallback(unit: KernelUnit) -> bool:
 def signature_of(f: NativeFunction) -> tuple[str, list[str]]:
     """The C++ return type and parameter types a hand-written kernel of `f` has."""
     return _signature(f)
+
+
+def parameters_of(f: NativeFunction, types: Sequence[str]) -> str:
+    """A kernel's parameter list: each type of `types` with its argument's name."""
+    return ", ".join(f"{t} {a.name}" for t, a in zip(types, f.func.schema_order_arguments()))
 
 
 def _signature(f: NativeFunction) -> tuple[str, list[str]]:

@@ -76,9 +76,12 @@ class View:
     args: tuple[Held, ...]    # the other arguments
 
 
-def view_of(f: NativeFunction, dispatch: Optional[Dispatch], info: Optional[DifferentiabilityInfo]) -> Optional[View]:
+def view_of(f: NativeFunction, dispatch: Optional[Dispatch], info: Optional[DifferentiabilityInfo],
+            formulas: bool = True) -> Optional[View]:
     """The checked view declaration of `f`; None for an op with no view to
-    generate (no aliasing output, or a CompositeImplicitAutograd one)."""
+    generate (no aliasing output, or a CompositeImplicitAutograd one).
+    Without `formulas` (the `signatures` command reads native_functions.yaml
+    alone), its derivatives entry is not asked for."""
     raw = f.raw.get("view") if f.raw else None
     label = f"{f.namespace}::{f.func}"
 
@@ -112,6 +115,8 @@ def view_of(f: NativeFunction, dispatch: Optional[Dispatch], info: Optional[Diff
                   line)
     if not isinstance(whole, bool) or (whole and is_list):
         raise err("'whole_input' must be true or false, and false for a list of views (each covers a part)", line)
+    if not formulas:
+        return View(inverse, whole, is_list, base, args)
     if info is None:
         raise err("a view op needs a derivatives entry: its backward formula (as every ATen view has), and "
                   "'result: auto_linear' for forward AD")

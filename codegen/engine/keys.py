@@ -110,7 +110,8 @@ def unit_key(unit: Unit, options: dict, generator: str) -> UnitKey:
     # Derived functions (view_copy, out= siblings) have no yaml of their own:
     # their schema stands for them.
     native = hash_of(s.func.raw or {"<derived>": str(s.func.func)})
-    semantic = hash_of(s)
+    # (the ops its formulas call: their headers are in its text)
+    semantic = hash_of([s, list(unit.callees)] if unit.callees else s)
     key = hash_of({"unit": unit.name, "kind": unit.kind.value, "generator": generator,
                    "options": options, "entry": entry, "native": native, "info": semantic})
     return UnitKey(unit.name, unit.kind.value, key, entry, native, semantic)

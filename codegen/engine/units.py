@@ -38,6 +38,9 @@ class Unit:
     # Whether a FUNCTION gets Python bindings (emit/python_bindings.py): as in
     # torch's build, the foreach Functions derived without an entry get none.
     bound: bool = True
+    # The stems of the extension ops its formulas call (emit/callers.py):
+    # their headers are included, so they are part of the key (keys.py).
+    callees: tuple[str, ...] = ()
 
     @property
     def folder(self) -> str:
@@ -52,9 +55,9 @@ class Unit:
         # The emitters load on the first render: the manifest fast path needs none.
         if self.kind is Kind.FUNCTION:
             from ..emit.functions import render_op
-            return render_op(self.subject, opts)
+            return render_op(self.subject, opts, self.callees)
         from ..emit.kernels import render_kernel
-        return render_kernel(self.subject, opts)
+        return render_kernel(self.subject, opts, self.callees)
 
     def where(self) -> tuple[Optional[str], Optional[int], str]:
         """(file, line, entry) to locate the unit in the specs."""
@@ -72,6 +75,7 @@ def load_units(native_functions: str, derivatives: str, tags: Optional[str] = No
     SpecError if two units would write the same file.  `native_cache`: see
     load_derivatives.load_specs."""
     # (imported here, as in Unit.render: the manifest fast path loads no parser or emitter)
+    from ..emit.callers import caller_table, callees
     from ..emit.functions import op_infos
     from ..emit.kernels import kernel_units
     from ..spec.foreach import derive_foreach_infos
@@ -79,10 +83,13 @@ def load_units(native_functions: str, derivatives: str, tags: Optional[str] = No
     specs = load_specs(native_functions, derivatives, tags, native_cache)
     infos = infos_from_specs(specs)
     derived = op_infos(derive_foreach_infos(infos, specs.native))
-    units = [Unit(Kind.FUNCTION, i.op, i.op, i) for i in op_infos(infos)]
-    units += [Unit(Kind.FUNCTION, i.op, i.op, i, bound=False) for i in derived]
-    if kernels:
-        units += [Unit(Kind.KERNEL, k.op, k.stem, k) for k in kernel_units(specs.native, infos)]
+    ops = kernel_units(specs.native, infos) if kernels else []
+    table = caller_table(ops)   # (no callers without kernels: nothing to include)
+    backward = lambda i: callees((d.formula for d in i.derivatives), table)  # noqa: E731
+    units = [Unit(Kind.FUNCTION, i.op, i.op, i, callees=backward(i)) for i in op_infos(infos)]
+    units += [Unit(Kind.FUNCTION, i.op, i.op, i, bound=False, callees=backward(i)) for i in derived]
+    units += [Unit(Kind.KERNEL, k.op, k.stem, k, callees=callees(
+        (d.formula for d in (k.info.forward_derivatives if k.info else ())), table)) for k in ops]
     check_file_names(units)
     return units
 

@@ -23,7 +23,7 @@ from ..api.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDer
                            unique_by_name, uses_ident)
 from ..api.cpp import Binding, cpp_arguments, return_names, return_type
 from ..errors import SpecError
-from .grad_usage import check_grad_usage as _check_grad_usage, grad_indices as _grad_indices
+from .grad_usage import check_grad_usage as _check_grad_usage, grad_indices as _grad_indices, reserved_argument
 from .matching import Matcher, view_copy_infos
 from .saved_attributes import saved_attributes
 from ..api.model import INPLACE, FunctionSchema, Type
@@ -155,10 +155,6 @@ class _EntryLoader:
             func = self.matcher.canonical(spec, base_name)
         except ValueError as ex:
             raise self.error(str(ex), "name") from None
-        for b in self.bindings(func):
-            if b.name in ("grad_input_mask", "result"):
-                raise self.error(f"argument name '{b.name}' is reserved by the autograd codegen "
-                                 f"(schema at {func.file}:{func.line})", "name")
         od, conditions = self.output_differentiability(od_raw, func)
 
         infos = []
@@ -208,6 +204,9 @@ class _EntryLoader:
         available = tuple(f"grad_{r.name}" for r, ok in zip(fs.returns, flags)
                           if ok and r.name is not None and r.type.base() == "Tensor")
         derivatives, forwards, non_diff = self.formulas(f, bindings, defn, available, where)
+        reserved = reserved_argument(arg_names, [d.original_formula for d in derivatives], available)
+        if reserved:
+            raise self.error(f"{reserved} (schema at {f.file}:{f.line})", "name")
         diff_names = {n for d in derivatives for n in d.var_names}
         args_with_derivatives = tuple(b for b in bindings if b.name in diff_names)
         try:

@@ -4,6 +4,7 @@ ${description}
 #include ${class_header}
 #include "${prelude_impl_h}"
 #include "${load_check_h}"
+${callee_headers}
 ${derivative_lines}
 
 namespace ${ns} {

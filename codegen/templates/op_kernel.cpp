@@ -2,6 +2,7 @@ ${banner}
 // Registration and ${kernels} of ${op}
 
 ${own_header}
+${callee_headers}
 ${function_header}
 ${prelude_impl}
 #include <ATen/TensorGeometry.h>
@@ -26,4 +27,5 @@ ${view_kernels}
 }  // namespace
 }  // namespace ${ns}
 
+${caller}
 ${registration}

@@ -1,17 +1,8 @@
 ${banner}
-// The hand-written kernels of ${op} (${keys}).
+// What calls ${op}, and the kernels written for it by hand.
 #pragma once
 
-#include <ATen/core/List.h>
-#include <ATen/core/Tensor.h>
-#include <c10/core/Scalar.h>
-#include <c10/core/SymInt.h>
-#include <optional>
-#include <tuple>
-#include <vector>
+${type_includes}
 
-namespace ${native_ns} {
-
-${declarations}
-
-}  // namespace ${native_ns}
+${caller}
+${kernels}

@@ -2,6 +2,8 @@ ${banner}
 // Registration of ${op} (${why})
 
 ${own_header}
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+${caller}
 ${registration}

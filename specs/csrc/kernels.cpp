@@ -10,6 +10,8 @@
 
 #include "ops/myops_affine.h"
 #include "ops/myops_band.h"
+#include "ops/myops_block_sum.h"
+#include "ops/myops_block_sum_backward.h"
 #include "ops/myops_bmul.h"
 #include "ops/myops_cube.h"
 #include "ops/myops_gather_rows.h"
@@ -162,6 +164,65 @@ std::vector<at::Tensor> rows(const at::Tensor& self) {
 
 at::Tensor rows_scatter(const at::Tensor& base, const at::Tensor& mutated_view, int64_t view_idx) {
   return at::select_scatter(base, mutated_view, 0, view_idx);
+}
+
+// A SymInt argument arrives as c10::SymInt.  On CPU tensors the sizes are
+// concrete: guard_int reads the value (under torch.compile it also records
+// that the compiled graph holds for this value only).  The Meta kernels keep
+// it symbolic: they compute shapes with it, so fake tensors with dynamic
+// shapes pass through.
+
+at::Tensor block_sum_cpu(const at::Tensor& self, c10::SymInt block) {
+  const int64_t b = block.guard_int(__FILE__, __LINE__);
+  TORCH_CHECK(self.dim() >= 1 && b > 0 && self.size(-1) % b == 0,
+              "block_sum: the last dimension must be a multiple of block, got ", self.sizes(), " and ", b);
+  const at::Tensor x = self.contiguous();
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() /= b;
+  at::Tensor out = at::empty(shape, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "block_sum_cpu", [&] {
+    const scalar_t* in = x.const_data_ptr<scalar_t>();
+    scalar_t* o = out.mutable_data_ptr<scalar_t>();
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      scalar_t acc = 0;
+      for (int64_t j = 0; j < b; ++j) {
+        acc += in[i * b + j];
+      }
+      o[i] = acc;
+    }
+  });
+  return out;
+}
+
+at::Tensor block_sum_meta(const at::Tensor& self, c10::SymInt block) {
+  TORCH_CHECK(self.dim() >= 1, "block_sum: needs at least one dimension");
+  std::vector<c10::SymInt> shape = self.sym_sizes().vec();
+  shape.back() = shape.back() / block;
+  return at::empty_symint(shape, self.options());
+}
+
+at::Tensor block_sum_backward_cpu(const at::Tensor& grad_output, c10::SymInt block) {
+  const int64_t b = block.guard_int(__FILE__, __LINE__);
+  TORCH_CHECK(grad_output.dim() >= 1 && b > 0, "block_sum_backward: needs a dimension and a positive block");
+  const at::Tensor g = grad_output.contiguous();
+  std::vector<int64_t> shape = g.sizes().vec();
+  shape.back() *= b;
+  at::Tensor out = at::empty(shape, g.options());
+  AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "block_sum_backward_cpu", [&] {
+    const scalar_t* in = g.const_data_ptr<scalar_t>();
+    scalar_t* o = out.mutable_data_ptr<scalar_t>();
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      o[i] = in[i / b];
+    }
+  });
+  return out;
+}
+
+at::Tensor block_sum_backward_meta(const at::Tensor& grad_output, c10::SymInt block) {
+  TORCH_CHECK(grad_output.dim() >= 1, "block_sum_backward: needs at least one dimension");
+  std::vector<c10::SymInt> shape = grad_output.sym_sizes().vec();
+  shape.back() = shape.back() * block;
+  return at::empty_symint(shape, grad_output.options());
 }
 
 // CompositeImplicitAutograd: differentiated through what it calls.

@@ -50,12 +50,14 @@ def samples(ops):
         "band_copy": ((_g(3, 4), 2), {}),
         "rows": ((_g(3, 4),), {}),
         "rows_copy": ((_g(3, 4),), {}),
+        "block_sum": ((_g(3, 4), 2), {}),
+        "block_sum_backward": ((_g(3, 2), 2), {}),
     }
 
 
 OPS = ["bmul", "scale", "scale_", "scale.out", "row_sum", "affine", "stack_sum", "sincos_sign", "myexp",
        "gather_rows", "soft_clip", "cube", "masked_scale", "sq_norm", "prod_diff", "sum_as", "band", "band_copy",
-       "rows", "rows_copy"]
+       "rows", "rows_copy", "block_sum", "block_sum_backward"]
 SAMPLES = OPS + ["affine_no_bias", "band_below"]
 
 

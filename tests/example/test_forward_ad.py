@@ -54,6 +54,9 @@ def jvp_cases(ops):
         "band_copy": (lambda a: ops.band_copy(a, -1), lambda a: torch.diagonal_copy(a, -1), (_x(),)),
         "rows": (lambda a: tuple(ops.rows(a)), lambda a: a.unbind(0), (_x(),)),
         "rows_copy": (lambda a: tuple(ops.rows_copy(a)), lambda a: tuple(torch.unbind_copy(a)), (_x(),)),
+        "block_sum": (lambda a: ops.block_sum(a, 2), lambda a: a.reshape(3, 2, 2).sum(-1), (_x(),)),
+        "block_sum_backward": (lambda g: ops.block_sum_backward(g, 2), lambda g: g.repeat_interleave(2, -1),
+                               (_x(),)),
     }
 
 
@@ -155,7 +158,7 @@ def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op,
 # Every Function (tests/example/test_example_coverage.py checks that).
 GRADGRAD = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign", "myexp",
             "gather_rows", "soft_clip", "cube", "masked_scale", "prod_diff", "sum_as", "band", "band_copy", "rows",
-            "rows_copy"]
+            "rows_copy", "block_sum", "block_sum_backward"]
 
 
 @pytest.mark.compile

@@ -81,12 +81,15 @@ def test_composite_implicit_autograd_gets_no_autograd_kernel(tmp_path):
     assert "at::Tensor sq(const at::Tensor & self);" in files["ops/ext_sq.h"]
 
 
-def test_without_dispatch_nothing_changes(tmp_path):
+def test_without_dispatch_no_kernel_is_declared_or_registered(tmp_path):
     files = render(tmp_path, TWICE)
-    assert sorted(p for p in files if p.startswith("ops/")) == ["ops/ext_twice.cpp"]
+    assert sorted(p for p in files if p.startswith("ops/")) == ["ops/ext_twice.cpp", "ops/ext_twice.h"]
     cpp = files["ops/ext_twice.cpp"]
     assert [k for k, _, _ in registered(cpp)] == ["Autograd"]
-    assert "ext::native" not in cpp
+    assert "ext::native" not in cpp and "ext::native" not in files["ops/ext_twice.h"]
+    # the header holds the op's caller alone (tests/generator/test_callers.py)
+    assert "at::Tensor twice(const at::Tensor & self, const at::Scalar & alpha, at::IntArrayRef dims);" in \
+        files["ops/ext_twice.h"]
 
 
 BAD = [

@@ -29,8 +29,10 @@ def files_of(nf, dv, opts=OPTS):
 
 def test_fixture_generates_every_unit():
     files = files_of(os.path.join(FIXTURE, "native_functions.yaml"), os.path.join(FIXTURE, "derivatives.yaml"))
-    assert sorted(p for p in files if p.startswith("ops/") and p.endswith(".h")) == [
+    headers = {p: t for p, t in files.items() if p.startswith("ops/") and p.endswith(".h")}
+    assert sorted(p for p, t in headers.items() if "namespace ref::native {" in t) == [
         "ops/ref_mask_pair.h", "ops/ref_named_pair.h"]
+    assert sorted(headers) == sorted(p[:-4] + ".h" for p in files if p.startswith("ops/") and p.endswith(".cpp"))
     pair = files["ops/ref_named_pair.cpp"]
     assert "first._set_fw_grad(first_new_fw_grad" in pair and "second._set_fw_grad(second_new_fw_grad" in pair
     assert "ref::split_two: forward-mode AD is not supported" in files["ops/ref_split_two.cpp"]

@@ -267,6 +267,7 @@ else:
 def test_clashing_names_take_qualified_ones_and_the_same_class_twice_fails_the_load(tmp_path):
     a, b = _library(tmp_path, "clash_a", 2), _library(tmp_path, "clash_b", 3)
     _compile_all([a, b])
+    # cache_key.cpp: the digest support.cpp (in the bucket) adds to torch.compile's cache key tag
     libs = [_link(tmp_path / f"lib{d.name}.so", [d / "gen/unity/bucket_0.cpp.o", d / "gen/python/bindings_0.cpp.o",
                                                     d / "gen/cache_key.cpp.o", d / "kernels.cpp.o"]) for d in (a, b)]
     # A second library defining clash_a's classes again (its bindings alone, the

@@ -94,7 +94,8 @@ def test_host_project_builds_its_library_with_the_generated_functions(built_host
     assert report(out)[0].startswith("build/ext/gen: 1 Functions + 1 op kernels: 2 regenerated")
     gen = os.path.join(host, "build", "ext", "gen")
     assert sorted(os.listdir(os.path.join(gen, "functions"))) == ["ScaleBackward0.cpp", "ScaleBackward0.h"]
-    assert sorted(os.listdir(os.path.join(gen, "ops"))) == ["host_scale.cpp"]
+    # the op's TU, and its header declaring its caller (codegen/emit/callers.py)
+    assert sorted(os.listdir(os.path.join(gen, "ops"))) == ["host_scale.cpp", "host_scale.h"]
     assert sorted(os.listdir(os.path.join(gen, "unity"))) == ["bucket_0.cpp", "bucket_0.os"]
     assert sorted(os.listdir(os.path.join(gen, "python"))) == ["bindings.h", "bindings_0.cpp", "bindings_0.os"]
     assert not os.path.exists(os.path.join(host, "ext", "gen"))  # nothing in the source tree

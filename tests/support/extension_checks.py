@@ -61,6 +61,10 @@ def cases(ops):
         "rows_one": (lambda a: ops.rows(a)[2], lambda a: a[2], (x,), "RowsBackward0"),
         "rows_copy": (lambda a: tuple(ops.rows_copy(a)), lambda a: tuple(torch.unbind_copy(a, 0)), (x,),
                       "RowsBackward0_copy"),
+        # a SymInt argument; each formula calls the other op through its generated caller
+        "block_sum": (lambda a: ops.block_sum(a, 2), lambda a: a.reshape(3, 2, 2).sum(-1), (x,), "BlockSumBackward0"),
+        "block_sum_backward": (lambda g: ops.block_sum_backward(g, 2), lambda g: g.repeat_interleave(2, -1), (x,),
+                               "BlockSumBackwardBackward0"),
     }
 
 

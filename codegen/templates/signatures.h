@@ -1,0 +1,7 @@
+// The kernels ${yaml} names under `dispatch:`, each as the generated
+// ops/<ns>_<op>.h declares it: define each one with this signature.
+#pragma once
+
+${type_includes}
+
+${blocks}
