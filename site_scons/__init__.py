@@ -19,6 +19,11 @@ From an SConstruct outside any checkout:
     env.Tool("autograd_functions", toolpath=[autograd_scons.TOOLPATH])
 
 From Python: `from autograd_scons import load, load_inline`.
+
+The modules that were at the top of this package before it became one
+(`from autograd_scons import torch_flags, verified_cache`, ...) still
+import from here, with a DeprecationWarning naming their new place
+(moved_names.py).
 """
 
 import os
@@ -33,4 +38,9 @@ def __getattr__(name):
     if name in ("load", "load_inline", "LoadError"):
         from autograd_scons.jit import loader
         return getattr(loader, name)
+    if not name.startswith("_"):
+        import importlib
+        moved = importlib.import_module("autograd_scons.moved_names")
+        if name in moved.MOVED:
+            return moved.resolve(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
