@@ -22,6 +22,7 @@ import SCons.Errors
 import SCons.Script as S
 
 from autograd_scons.buildenv import cuda_flags
+from autograd_scons.buildenv import launcher_reach
 from autograd_scons.buildenv import prelude
 from autograd_scons.buildenv import torch_flags
 from autograd_scons.buildenv import unfinished_build
@@ -185,3 +186,5 @@ def _launcher(env):
     # The tool puts $AUTOGRAD_LAUNCHER before every compile, inside $( $);
     # what the launcher reads (hosts, cache backends, credentials) is in ENV.
     env["AUTOGRAD_LAUNCHER"] = launcher
+    # distcc's hosts or sccache's Redis not answering: one line, once per build.
+    launcher_reach.guard(env, launcher)
