@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+from support.library_check import check_example_library
 from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, report
 
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
@@ -253,21 +254,6 @@ def test_sccache_shared_cache_second_clone_is_all_hits(tmp_path):
 
 needs_distcc = pytest.mark.skipif(_distccd.missing() is not None, reason=str(_distccd.missing()))
 
-CHECK_EXTENSION = """
-import sys
-sys.path[:0] = [{tests!r}, {python!r}]
-import myops
-from support import extension_checks as checks
-ops = myops.load({lib!r})
-for case in checks.CASE_NAMES:
-    checks.check_gradcheck(ops, case)
-    checks.check_matches_builtin(ops, case)
-checks.check_inplace_and_out(ops)
-checks.check_saved_tensors_released(ops)
-checks.check_no_graph_without_requires_grad(ops)
-print("checked", len(checks.CASE_NAMES))
-"""
-
 
 @pytest.mark.compile
 @needs_distcc
@@ -284,11 +270,7 @@ def test_distcc_compiles_every_tu_on_the_daemon_and_switching_it_off_recompiles_
     assert sorted(status for status, _, _ in jobs) == ["COMPILE_OK"] * len(built)
     assert sorted(os.path.basename(src) for _, _, src in jobs) == built
 
-    check = subprocess.run([sys.executable, "-c", CHECK_EXTENSION.format(
-        tests=os.path.join(REPO, "tests"), python=os.path.join(root, "specs", "python"),
-        lib=os.path.join(root, LIB))], capture_output=True, text=True)
-    assert check.returncode == 0, check.stderr[-3000:]
-    assert check.stdout.startswith("checked ")
+    check_example_library(root, os.path.join(root, LIB))
 
     off = ok(run_scons(root, *REAL, "-j2"))
     assert compiled(off) == [] and f"`{LIB}' is up to date" in off
