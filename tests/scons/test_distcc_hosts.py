@@ -53,9 +53,7 @@ _LOCAL = re.compile(r"failed to distribute (\S+) to \S+, running locally instead
 def net(tmp_path_factory):
     """Hosts a and b (and c, for the stand-in) with the clones, this
     checkout and torch's package hidden in them."""
-    netns_hosts.skip_or_fail()
-    if _distccd.missing():
-        pytest.skip(_distccd.missing())
+    netns_hosts.skip_or_fail(_distccd.missing())
     import importlib.util
     torch_dir = list(importlib.util.find_spec("torch").submodule_search_locations)[0]
     with netns_hosts.network(["a", "b", "c"], hidden=[tmp_path_factory.getbasetemp(), REPO, torch_dir]) as n:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 
 from support.spec_facts import REPO
 
@@ -54,12 +55,13 @@ class Distccd:
     Debian's compiler whitelist, dropping to `nobody` (who owns the log's
     folder: the log is the job count's source)."""
 
-    def __init__(self, host, jobs: int):
+    def __init__(self, host, jobs: int, cpus: str | None = None):
         self.host, self.jobs = host, jobs
         self.dir = _folder("agf-distccd-", "nobody")
         self.log = os.path.join(self.dir, "distccd.log")
         with open(os.path.join(self.dir, "stderr"), "wb") as err:
-            self.proc = host.start(["distccd", "--no-detach", "--daemon", "--user", "nobody", "--listen", host.address,
+            pin = ["taskset", "-c", cpus] if cpus else []   # (benchmarks/bench_scaling.py's hosts of one core)
+            self.proc = host.start([*pin, "distccd", "--no-detach", "--daemon", "--user", "nobody", "--listen", host.address,
                                     "--allow", str(host.network.subnet), "--port", str(DISTCC_PORT), "--jobs",
                                     str(jobs), "--log-file", self.log, "--log-level", "info"],
                                    stdout=subprocess.DEVNULL, stderr=err)
@@ -71,8 +73,16 @@ class Distccd:
         return f"{self.host.address}:{DISTCC_PORT}/{self.jobs}"
 
     def compiles(self) -> list:
-        """(status such as COMPILE_OK, ms, source) per job in its log."""
-        return _distccd.job_summaries(_read(self.log))
+        """(status such as COMPILE_OK, ms, source) per job in its log, once
+        it has settled: distccd writes a job's line after the client has its
+        object, so a build can end before its last line is there."""
+        deadline, last, still = time.monotonic() + 10, None, 0
+        while time.monotonic() < deadline and still < 5:
+            text = _read(self.log)
+            still = still + 1 if text == last else 0
+            last = text
+            time.sleep(0.1)
+        return _distccd.job_summaries(last)
 
     def compiling(self) -> list:
         """Pids of the compilers (cc1plus) running in this host now."""

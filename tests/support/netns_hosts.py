@@ -26,8 +26,9 @@ named `agfh-<pid>-<n>-<role>`: one left by a session that was killed is
 removed by the next one once its pid is gone.
 
 `missing()` says why no host can be made here (not root, no `ip` or
-`unshare`, namespaces refused); `skip_or_fail()` skips with that reason,
-or fails where AGF_HOSTS_REQUIRED is set (.ci/run sets it).
+`unshare`, namespaces refused); `skip_or_fail()` skips with that reason (or
+that of a missing server program), or fails where AGF_HOSTS_REQUIRED is
+set (.ci/run sets it).
 """
 
 from __future__ import annotations
@@ -84,10 +85,12 @@ def _why_not() -> str | None:
     return None
 
 
-def skip_or_fail() -> None:
-    """Skip the calling test with the reason (fail where REQUIRED is set)."""
+def skip_or_fail(also: str | None = None) -> None:
+    """Skip the calling test when no host can be made here, or for `also`
+    (a program the test needs is missing): with the reason, or fail with
+    it where REQUIRED is set."""
     import pytest
-    why = missing()
+    why = missing() or also
     if why:
         if os.environ.get(REQUIRED):
             pytest.fail(f"{REQUIRED} is set, but {why}")
@@ -134,12 +137,10 @@ def free_subnet() -> ipaddress.IPv4Network:
     """A 10.X.Y.0/24 that no route of this machine's namespace overlaps."""
     routes = []
     for line in _ip("-4", "route", "show", "table", "all", check=False).splitlines():
-        word = line.split()[0] if line.split() else ""
-        if word in ("broadcast", "local", "unicast"):
-            word = line.split()[1]
-        with contextlib.suppress(ValueError):
-            if word != "default":
+        for word in line.split()[:2]:   # `10.0.0.0/8 dev ...`, `local 127.0.0.1 dev lo ...`
+            with contextlib.suppress(ValueError):
                 routes.append(ipaddress.ip_network(word, strict=False))
+                break
     for _ in range(200):
         net = ipaddress.ip_network(f"10.{random.randrange(1, 255)}.{random.randrange(1, 255)}.0/24")
         if not any(net.overlaps(r) for r in routes):
@@ -224,7 +225,8 @@ class Host:
 class Network:
     def __init__(self, roles: list, hidden=()):
         _seq[0] += 1
-        self.tag = f"{PREFIX}-{os.getpid()}-{_seq[0]}"
+        self.pid = os.getpid()
+        self.tag = f"{PREFIX}-{self.pid}-{_seq[0]}"
         self.build_ns = f"{self.tag}-build"
         self.hidden = [os.path.realpath(str(h)) for h in hidden if os.path.isdir(str(h))]
         self.subnet = free_subnet()
@@ -292,5 +294,6 @@ def network(roles: list, hidden=()):
 def _down_at_exit() -> None:
     # A session leaving without its fixtures' teardown (an interrupt): its networks go with it.
     for net in list(_live):
-        with contextlib.suppress(Exception):
-            net.down()
+        if net.pid == os.getpid():   # (never a forked child's to remove)
+            with contextlib.suppress(Exception):
+                net.down()
