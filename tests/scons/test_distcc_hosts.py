@@ -74,20 +74,13 @@ def client_env(tmp_path, hosts, **more):
     return dict({"DISTCC_HOSTS": " ".join(hosts), "DISTCC_DIR": str(state)}, **more)
 
 
-def scons_command(root, *args):
-    return [sys.executable, "-c", "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())",
-            "-C", root, *args]
-
-
 def environ(env):
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOGRAD_", "SCONSFLAGS", "DISTCC_"))}
-    full.update(env)
-    return full
+    return host_servers.client_environ(env, "distcc")
 
 
 def build(net, root, *args, env):
     """scons in the build's namespace: (exit status, stdout, stderr)."""
-    proc = net.run(scons_command(root, *args), env=environ(env), capture_output=True, text=True, timeout=900)
+    proc = net.run(host_servers.scons_command(root, *args), env=environ(env), capture_output=True, text=True, timeout=900)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -144,7 +137,7 @@ def test_distcc_compiles_on_both_hosts_and_nowhere_else(net, daemons, tmp_path):
 
 def start_build(net, root, tmp_path, env):
     out, err = open(tmp_path / "build.out", "w+"), open(tmp_path / "build.err", "w+")
-    proc = net.popen(scons_command(root, *SMALL, "-j2", "LAUNCHER=distcc"), env=environ(env), stdout=out,
+    proc = net.popen(host_servers.scons_command(root, *SMALL, "-j2", "LAUNCHER=distcc"), env=environ(env), stdout=out,
                      stderr=err, text=True)
     return proc, out, err
 

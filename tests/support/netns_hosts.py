@@ -45,6 +45,8 @@ import subprocess
 import sys
 import time
 
+from support.processes import running_with_env
+
 PREFIX = "agfh"
 MARKER = "AGF_TEST_HOSTS"
 REQUIRED = "AGF_HOSTS_REQUIRED"
@@ -152,18 +154,7 @@ def leftovers(tag: str) -> dict:
     """What of the networks whose tag starts with `tag` (`agfh-<pid>-` for
     all of a session's) still exists: namespaces, links in this machine's
     namespace, and running processes carrying such a tag."""
-    needle = f"{MARKER}={tag}".encode()
-    procs = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            with open(f"/proc/{name}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if any(e.startswith(needle) for e in env) and state != "Z":
-            procs.append(int(name))
+    procs = running_with_env(f"{MARKER}={tag}")
     links = [w.rstrip(":").split("@")[0] for line in _ip("-o", "link", "show", check=False).splitlines()
              for w in line.split()[1:2] if w.startswith(tag)]
     return {"namespaces": [ns for ns in _namespaces() if ns.startswith(tag)], "links": links, "processes": procs}
