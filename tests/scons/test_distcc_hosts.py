@@ -41,7 +41,7 @@ EXAMPLE = ("UNITY=2", "PCH=0", "OPT=-O0")
 SMALL = ("UNITY=2", "PCH=0", "OPT=-O0", "PYTHON=0")
 SMALL_TUS = ["bucket_0.cpp", "bucket_1.cpp", "kernels.cpp"]
 # A host whose link is down is noticed when a read from it waits this long.
-IO_TIMEOUT_S = 60
+IO_TIMEOUT_S = 40
 # distcc's words for a compile it ran here after all (naming the source, or,
 # when every host is backed off, not)
 _LOCAL = re.compile(r"failed to distribute (\S+) to \S+, running locally instead|"
