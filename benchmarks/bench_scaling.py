@@ -261,9 +261,10 @@ def measure_runs(work: str, max_wait: float, smoke: bool = False) -> dict:
                 wall = time.perf_counter() - t0
                 if proc.returncode != 0:
                     raise SystemExit(f"bench_scaling: {name} {side} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-                jobs_seen = {r: len(d.compiles()) for r, d in hosts.items()}
+                logged = {r: d.compiles() for r, d in hosts.items()}   # (status, ms, source): cumulative
+                jobs_seen = {r: len(jobs) for r, jobs in logged.items()}
                 runs.setdefault(name, {})[side] = {"wall": wall, "load_before": before, "load_after": list(os.getloadavg()),
-                                                   "remote_jobs": jobs_seen}
+                                                   "remote_jobs": jobs_seen, "job_ms": logged}
                 print(f"{name}, {side}: {wall:.1f} s wall (load {before[0]:.2f} before, {os.getloadavg()[0]:.2f} after; "
                       f"jobs so far per host {jobs_seen})", flush=True)
         for d in hosts.values():
