@@ -165,13 +165,22 @@ def summarize(values: list[float]) -> dict:
 
 # ------------------------------------------------------------ scons side
 
-_IGNORE = shutil.ignore_patterns(".git", "build*", "__pycache__", ".pytest_cache", "*.egg-info",
+_IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", "*.egg-info",
                                  ".sconsign*", "compile_commands.json", ".benchmarks", "bench_*_results")
+
+
+def _left_out(folder: str, names: list[str]) -> set[str]:
+    """What a clone leaves out: the build folders at the top only (site_scons/
+    has buildenv/, tool/builders.py, build_meta.py)."""
+    skipped = set(_IGNORE(folder, names))
+    if os.path.abspath(folder) == REPO:
+        skipped |= {n for n in names if n.startswith("build")}
+    return skipped
 
 
 def clone(dst: str) -> str:
     """A copy of this checkout's working tree, as a second checkout would be."""
-    shutil.copytree(REPO, dst, ignore=_IGNORE)
+    shutil.copytree(REPO, dst, ignore=_left_out)
     return str(dst)
 
 
@@ -199,7 +208,7 @@ def scons(cwd: str, *args: str, check: bool = True, prelude: str = "", settle: f
     """`scons -Q --debug=time ARGS` in cwd (AUTOGRAD_* variables of ours
     unset), timed as timed() times a command."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
-    # The shared precompiled prelude of this run's builds (buildenv/prelude.py):
+    # The shared precompiled prelude of this run's builds (tool/pch_compilers.py):
     # built once, by the first build that needs it, as on a user's machine.
     env["AUTOGRAD_EXTENSIONS_DIR"] = extensions_dir()
     os.sync()
@@ -237,7 +246,7 @@ class Wrapper:
     def __init__(self, work: str, cxx: str = "g++"):
         os.makedirs(os.path.join(work, "bin"), exist_ok=True)
         with open(os.path.join(REPO, "benchmarks", "_cxxwrap.py")) as f:
-            # Named as the compiler: the tool reads GCC or clang off the name (buildenv/prelude.py).
+            # Named as the compiler: the tool reads GCC or clang off the name (tool/pch_compilers.py).
             self.path = python_executable_script(os.path.join(work, "bin", os.path.basename(cxx.split()[0])),
                                                  f.read())
         self.log = os.path.join(work, "cxx.log")

@@ -6,7 +6,7 @@ docs/benchmarks-cold.md).
     python benchmarks/bench_deferred.py                  # medians of 3
     python benchmarks/bench_deferred.py --repeat 5 --top 40
 
-It precompiles the shared prelude (buildenv/prelude.py) with
+It precompiles the shared prelude (tool/pch_compilers.py) with
 bench_prelude.py's flags, then compiles an empty TU against it: with
 `-ftime-report` for the phase's share and CPU (user + sys), and with
 `-fdump-tree-original`, which writes every function body the TU's front
@@ -126,7 +126,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--top", type=int, default=25, help="class templates listed (default 25)")
     args = ap.parse_args()
-    from autograd_scons.buildenv import prelude
+    from autograd_scons.tool import pch_compilers as prelude
     print(f"load average before: {os.getloadavg()}", flush=True)
     work = tempfile.mkdtemp(prefix="bench_deferred-")
     try:

@@ -72,7 +72,7 @@ else:  # regenerate first when asked (cpp_extension cannot), then the layout's T
         from autograd_scons.__main__ import main
         assert main(generate) == 0
     if "sources" not in args:
-        from autograd_scons.codegen.manifest import MANIFEST, read_manifest
+        from autograd_scons.codegen.engine.manifest import MANIFEST, read_manifest
         args["sources"] = [os.path.join(gen, r) for r in read_manifest(os.path.join(gen, MANIFEST))[0].sources]
         args["sources"].append(kernels)
     from torch.utils.cpp_extension import load
@@ -132,7 +132,7 @@ class Sides:
                                 "--include", "myops/backward_helpers.h", "--quiet"]
         else:
             sys.path.insert(0, REPO)
-            from autograd_scons.codegen.manifest import MANIFEST, read_manifest
+            from autograd_scons.codegen.engine.manifest import MANIFEST, read_manifest
             manifest, _ = read_manifest(os.path.join(gen, MANIFEST))
             args["sources"] = [os.path.join(gen, r) for r in manifest.sources] + [args["kernels"]]
         return args
@@ -157,7 +157,8 @@ def quick(work: str) -> int:
             failures.append(what)
 
     _, out = child("ours", args, sides.env)
-    expect("cold", compiled(out), ["bindings_0.os", "bucket_0.os", "kernels.os"])
+    # (cache_key.os: the digest of the generated code, a TU with no header: codegen/emit/cache_key.py)
+    expect("cold", compiled(out), ["bindings_0.os", "bucket_0.os", "cache_key.os", "kernels.os"])
     log = os.path.join(args["build_directory"], "build.log")
     stamp = os.stat(log).st_mtime_ns
     _, out = child("ours", args, sides.env)
@@ -167,14 +168,14 @@ def quick(work: str) -> int:
         failures.append("no-op SCons")
     sides.edit()
     _, out = child("ours", args, sides.env)
-    expect("edit", compiled(out), ["edited_0.os"])   # the edited Function alone, in an edit TU
+    expect("edit", compiled(out), ["cache_key.os", "edited_0.os"])   # the edited Function in an edit TU, the digest
     expect("edit: precompiles of the shared prelude", len(precompiles(out)), 1)
     # A second extension (another build folder): its first edit finds the prelude.
     second = dict(args, build_directory=os.path.join(work, "second"))
     child("ours", second, sides.env)
     sides.edit()
     _, out = child("ours", second, sides.env)
-    expect("second extension's first edit", compiled(out), ["edited_0.os"])
+    expect("second extension's first edit", compiled(out), ["cache_key.os", "edited_0.os"])
     expect("second extension's first edit: precompiles", len(precompiles(out)), 0)
     return 1 if failures else 0
 

@@ -5,7 +5,7 @@ against it.
     python benchmarks/bench_prelude.py                 # g++ and clang++ (those installed), medians of 3
     python benchmarks/bench_prelude.py --cxx clang++ --repeat 1
 
-The prelude is the one the builds share (buildenv/prelude.py: torch's
+The prelude is the one the builds share (tool/pch_compilers.py: torch's
 headers alone), compiled with torch's flags at -O2, GCC's without a flag of
 its own, clang's with -fpch-instantiate-templates (and, as a column, without
 it).  The TU is what a bucket's member costs past the prelude: one
@@ -50,7 +50,7 @@ def timed(cmd: list[str], cwd: str) -> tuple[float, float]:
 
 
 def measure(cxx: str, work: str, repeat: int) -> dict:
-    from autograd_scons.buildenv import prelude
+    from autograd_scons.tool import pch_compilers as prelude
     fam = prelude.family(cxx)
     with open(os.path.join(work, "torch_prelude.h"), "w") as f:
         f.write(prelude.shared_text("// bench_prelude"))

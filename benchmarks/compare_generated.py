@@ -63,9 +63,10 @@ def _cases(torch: bool) -> list[tuple[str, list[str]]]:
 
 def _generator(src: str) -> tuple[str, str]:
     """(module to run with -m, PYTHONPATH) of a checkout's generator: the
-    package autograd_scons (site_scons/, the generator inside it), or, in a
+    package autograd_scons (site_scons/, whose autograd_scons.codegen is the
+    checkout's codegen/, through a link before the stage folders), or, in a
     checkout from before the one package, the top-level codegen."""
-    if not os.path.lexists(os.path.join(src, "site_scons", "codegen")):
+    if not os.path.isfile(os.path.join(src, "site_scons", "__main__.py")):
         return "codegen", src
     path = os.path.join(tempfile.mkdtemp(prefix="compare-generated-"), "path")
     os.makedirs(path)
@@ -150,7 +151,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = os.path.join(tmp, "base")
         os.makedirs(base)
-        # The one package (site_scons/, its codegen a link to ../codegen) where the base has it.
+        # The one package (site_scons/, beside codegen/) where the base has it.
         one = subprocess.run(["git", "-C", REPO, "cat-file", "-e", f"{args.base}:site_scons"]).returncode == 0
         tar = subprocess.run(["git", "-C", REPO, "archive", args.base, "codegen"] + (["site_scons"] if one else []),
                              check=True, capture_output=True).stdout

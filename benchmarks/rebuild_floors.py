@@ -25,6 +25,20 @@ def scons(cwd: str, *args: str) -> Run:
     return _common.scons(cwd, *args, settle=0.0)
 
 
+def without_prelude(cmd: list[str]) -> list[str]:
+    """A compile command without the precompiled prelude (GCC's
+    -Winvalid-pch -include <header>, clang's -include-pch <file>)."""
+    plain, skip = [], False
+    for arg in cmd:
+        if skip:
+            skip = False
+        elif arg in ("-include", "-include-pch"):
+            skip = True
+        elif arg != "-Winvalid-pch":
+            plain.append(arg)
+    return plain
+
+
 class Floors:
     def command_of(self, obj: str, args: list[str] | None = None) -> list[str]:
         """The exact command SCons compiles `obj` with (`args`: the scons
@@ -47,17 +61,8 @@ class Floors:
 
     @property
     def plain_cmd(self) -> list[str]:
-        """The per-op compile command without the precompiled prelude
-        (GCC's -Winvalid-pch -include <header>, clang's -include-pch <file>)."""
-        plain, skip = [], False
-        for arg in self.compile_cmd:
-            if skip:
-                skip = False
-            elif arg in ("-include", "-include-pch"):
-                skip = True
-            elif arg != "-Winvalid-pch":
-                plain.append(arg)
-        return plain
+        """The per-op compile command without the precompiled prelude."""
+        return without_prelude(self.compile_cmd)
 
     @staticmethod
     def alone_cmd(cmd: list[str], src: str, obj: str, extra: list[str] = ()) -> list[str]:

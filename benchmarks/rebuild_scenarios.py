@@ -79,7 +79,7 @@ class Scenario:
     label: str
     edit: tuple = ()            # () | ("formulas", schemas) | ("schema",) | ("header",) | ("remove",) | ("add",)
     expect: tuple | None = None  # (Functions regenerated, removed, objects recompiled); None: all (cold).
-    #                              Objects None: what the layout decides (codegen/layout.py: edit TUs,
+    #                              Objects None: what the layout decides (codegen/engine/layout.py: edit TUs,
     #                              and buckets whose file is rewritten), checked against the compiler's log
     sides: tuple = EDIT_SIDES
     specs: str = "torch"        # "torch" or "example" (specs/, SPECS=example)
@@ -101,10 +101,12 @@ class Scenario:
 # real compiles): a cold build, one formula edited the first time since, the
 # same formula again; each with the precompiled prelude (PCH=auto, the
 # default) and without it (PCH=0), side by side.  ScaleBackward0 compiles in
-# its edit TU; the op kernels of its entry (myops::scale, myops::scale_) are
-# re-rendered to the same text (their key holds the entry).
+# its edit TU, beside the digest of the generated code (cache_key.cpp, a TU
+# with no header: codegen/emit/cache_key.py); the op kernels of its entry
+# (myops::scale, myops::scale_) are re-rendered to the same text (their key
+# holds the entry).
 _LOOP = dict(specs="example", sides=("ours_full",), jobs="default", real="always", quick=False)
-_LOOP_EDIT = dict(_LOOP, edit=("example_formula",), expect=(1, 0, 1), identical=2, edited=1)
+_LOOP_EDIT = dict(_LOOP, edit=("example_formula",), expect=(1, 0, 2), identical=2, edited=1)
 
 
 def _loop(pch: bool) -> list[Scenario]:
@@ -130,11 +132,12 @@ SCENARIOS = [s for pair in zip(_loop(True), _loop(False)) for s in pair] + [  # 
     Scenario("distcc_cold", "cold build of torch's Functions through distcc, loopback daemon, -j8",
              cold=True, sides=("distcc",), long=True, quick=False),
     Scenario("noop", "no-op", expect=(0, 0, 0), sides=EDIT_SIDES + ("empty",), quick_torchgen=True),
-    # its edit TU: its bucket keeps its old text, overridden at link
-    Scenario("formula1", "1 formula edited", ("formulas", FORMULA_1), (1, 0, 1), quick_torchgen=True,
+    # its edit TU (its bucket keeps its old text, overridden at link) and the
+    # digest's TU (cache_key.cpp: every edit of generated code recompiles it)
+    Scenario("formula1", "1 formula edited", ("formulas", FORMULA_1), (1, 0, 2), quick_torchgen=True,
              edited=1),
-    # edited again: exactly its edit TU again
-    Scenario("formula1_again", "the same formula edited again", ("formulas", FORMULA_1), (1, 0, 1), edited=1),
+    # edited again: exactly its edit TU and the digest's again
+    Scenario("formula1_again", "the same formula edited again", ("formulas", FORMULA_1), (1, 0, 2), edited=1),
     Scenario("formula10", "10 formulas edited", ("formulas", FORMULA_10), (10, 0, None), edited=10),
     Scenario("schema", "1 native schema edited", ("schema",), (SCHEMA_FUNCTIONS, 0, None), edited=1),
     # its edit TU, its bucket (rewritten without it), its binding TU, and the
@@ -143,8 +146,8 @@ SCENARIOS = [s for pair in zip(_loop(True), _loop(False)) for s in pair] + [  # 
              edited=1),
     # its bucket, and the edit TU of units that go back into it
     Scenario("remove", "1 entry removed", ("remove",), (0, 1, None), edited=1),
-    # its edit TU, and its binding TU (a new Function's Python bindings)
-    Scenario("add", "1 entry added", ("add",), (1, 0, 2), edited=1),
+    # its edit TU, its binding TU (a new Function's Python bindings), the digest's TU
+    Scenario("add", "1 entry added", ("add",), (1, 0, 3), edited=1),
 ]
 BY_NAME = {s.name: s for s in SCENARIOS}
 # --quick compiles ours for real in these only (stand-ins elsewhere).

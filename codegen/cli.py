@@ -26,7 +26,7 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_infos(args: argparse.Namespace) -> int:
-    from .load_derivatives import load_infos  # (on use: see the module's docstring)
+    from .spec.load_derivatives import load_infos  # (on use: see the module's docstring)
     infos = load_infos(args.native_functions, args.derivatives, args.tags)
     # One info per line: readable, diffable, and the C encoder (no indent) is fast.
     sys.stdout.write('{"infos": [\n' + ",\n".join(json.dumps(i.as_json()) for i in infos) + "\n]}\n")
@@ -34,7 +34,7 @@ def _cmd_infos(args: argparse.Namespace) -> int:
 
 
 def _unity(text: str):
-    from .layout import parse_unity  # (on use: see the module's docstring)
+    from .engine.layout import parse_unity  # (on use: see the module's docstring)
     try:
         return parse_unity(text)
     except ValueError as e:
@@ -45,9 +45,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     import time  # (this command's imports: see the module's docstring)
 
     from .emit.options import EmitOptions
-    from .incremental import Request, update
-    from .lock import lock_folder, remove_made_folder
-    from .report import foreign_line, layout_line, report
+    from .engine.incremental import Request, update
+    from .engine.lock import lock_folder, remove_made_folder
+    from .engine.update_report import foreign_line, layout_line, report
 
     try:
         opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include),
@@ -121,7 +121,7 @@ def add_commands(sub) -> None:
 
 
 def _cmd_weaken(args: argparse.Namespace) -> int:
-    from .weaken import WeakenError, weaken  # (on use: see the module's docstring)
+    from .engine.weaken import WeakenError, weaken  # (on use: see the module's docstring)
     try:
         names = weaken(args.bucket, args.edits, args.output, nm=args.nm, objcopy=args.objcopy)
     except WeakenError as e:

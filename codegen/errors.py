@@ -1,12 +1,28 @@
-"""The one error type users see: a problem in an input file, located."""
+"""The errors users see: `Error`, the base of every error this project
+raises for a person to read (exported as `autograd_scons.Error`), and
+`SpecError`, a problem in an input file, located.  Each error is one line
+(`str()`): what is wrong, where, and what to do.
+
+Every other such class (the build folder's `FolderError` and
+`LockTimeout`, a failed build's `BuildError`, load()'s `LoadError`, the
+wheels' errors, ...) derives from `Error` too, and keeps the standard base
+it had (OSError, RuntimeError, ValueError...), so that code catching those
+still catches it.  This module imports nothing of the project: any layer,
+the generator included, may import it.
+"""
 
 from __future__ import annotations
 
 import errno
-from typing import Optional
+import functools
+from typing import Callable, Optional, TypeVar
 
 
-class SpecError(Exception):
+class Error(Exception):
+    """Any error of autograd_scons a user is meant to read: one line."""
+
+
+class SpecError(Error):
     """Bad input, reported as one line: `FILE:LINE: entry 'NAME': what is wrong`."""
 
     def __init__(self, message: str, file: Optional[str] = None,
@@ -41,3 +57,27 @@ def os_error_line(e: OSError) -> str:
     hint = _OS_HINTS.get(name, "")
     text = f"{where}: {e.strerror or e}" if where else f"{e.strerror or e}"
     return text + (f" ({hint}; what was generated before is kept)" if hint else "")
+
+
+_F = TypeVar("_F", bound=Callable)
+
+
+def one_line_errors(fn: _F) -> _F:
+    """fn, whose own errors (an `Error`: one located line, the log's path)
+    reach the caller without the tool's frames or the exception they were
+    raised while handling: what went wrong is in the line, and the frames
+    would only bury it.  Any other exception (a bug) keeps its traceback."""
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)  # (Python 3.10 shows this line alone: the error is the last line)
+        except Error as e:
+            # A bare `raise` adds no frame.  Python >= 3.11 re-raises with
+            # the exception's own traceback (none: the caller's frame is the
+            # first); 3.10 with the one it caught, whose first entry is this
+            # frame: cut after it.
+            if e.__traceback__ is not None:
+                e.__traceback__.tb_next = None
+            e.__traceback__, e.__cause__, e.__suppress_context__ = None, None, True
+            raise
+    return entry  # type: ignore[return-value]

@@ -5,12 +5,15 @@ which folders it owns.  Nothing else spells a path of the output folder.
     prelude.h, prelude_impl.h   shared headers (emit/prelude.py)
     load_check.h                the load-time clash check (emit/load_check.py)
     support.cpp                 what those headers declare, compiled once (emit/support.py)
+    cache_key.cpp               the digest of the generated code, for torch.compile's caches (emit/cache_key.py)
     Functions.h                 umbrella: every Function's header
     functions/<Op>.h, .cpp      one autograd Function
     ops/<ns>_<op>.h, .cpp       one op's registration and Autograd kernel
     unity/bucket_<i>.cpp        unity buckets; unity/edited_<j>.cpp: edit TUs (layout.py)
     python/bindings.h, python/bindings_<k>.cpp   Python bindings (emit/python_bindings.py)
+    patch.json                  a patch of libtorch's Functions: what it patches and leaves out (patch_selection.py)
     .autograd_manifest, .autograd_native_cache, .autograd_lock   the generator's state
+    .autograd_patch_reference   a patch's digests of torch's own Functions (patch_selection.py)
 
 The owned folders hold nothing but generated files: a file there that the
 manifest does not list is reported (foreign), never deleted.
@@ -41,12 +44,16 @@ PRELUDE_IMPL_H = "prelude_impl.h"
 LOAD_CHECK_H = "load_check.h"
 LINES_H = "derivative_lines.h"   # each formula's yaml line (emit/lines.py)
 SUPPORT_CPP = "support.cpp"
+CACHE_KEY_CPP = "cache_key.cpp"
 UMBRELLA_H = "Functions.h"
 BINDINGS_H = f"{PYTHON}/bindings.h"
-# The SCons tool's precompiled-prelude wrapper (site_scons/autograd_pch.py).
+# The SCons tool's precompiled-prelude wrapper (site_scons/tool/pch.py).
 PCH_HEADER = "prelude_pch.h"
 
+PATCH_SUMMARY = "patch.json"
+
 MANIFEST = ".autograd_manifest"
+PATCH_REFERENCE = ".autograd_patch_reference"
 NATIVE_CACHE = ".autograd_native_cache"
 LOCK = ".autograd_lock"
 
@@ -94,6 +101,7 @@ class TUKind(enum.Enum):
     UNIT = "unit"          # one unit's own TU (unity=0)
     BINDING = "binding"    # a shard of the Functions' Python bindings
     SUPPORT = "support"    # what the shared headers declare, compiled once (unity=0)
+    CACHE_KEY = "cache_key"  # the digest of the generated code: no header, never the prelude
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,8 @@ def translation_unit(rel: str) -> TranslationUnit:
         return TranslationUnit(rel, TUKind.BINDING)
     if rel == SUPPORT_CPP:
         return TranslationUnit(rel, TUKind.SUPPORT)
+    if rel == CACHE_KEY_CPP:
+        return TranslationUnit(rel, TUKind.CACHE_KEY)
     return TranslationUnit(rel, TUKind.UNIT)
 
 

@@ -4,13 +4,16 @@ extensions.
 
 In a checkout this package is the folder `site_scons/` (SCons's site
 folder: its site_init.py registers it under this name for a build), and the
-generator is `codegen/` beside it (`site_scons/codegen` links to it).
+generator, `autograd_scons.codegen`, is `codegen/` beside it (installed,
+it is the package's folder codegen/; setup.py maps it).  It has that one
+name: `import codegen` fails.
 
     autograd_scons.codegen    the generator: yaml -> model -> C++ (no SCons, no torch)
     autograd_scons.tool       the SCons tool (site_tools/ names it for SCons)
     autograd_scons.buildenv   the build environment and the machinery of builds started from Python
     autograd_scons.jit        load() and load_inline()
     autograd_scons.ship       new projects, wheels, the editable install
+    autograd_scons.torch_patch patch-torch / run-patched: edited formulas run in the installed torch
     autograd_scons.build_meta the PEP 517 backend;  autograd_scons.extension: a project's SConstruct API
 
 From an SConstruct outside any checkout:
@@ -18,7 +21,11 @@ From an SConstruct outside any checkout:
     import autograd_scons
     env.Tool("autograd_functions", toolpath=[autograd_scons.TOOLPATH])
 
-From Python: `from autograd_scons import load, load_inline`.
+From Python: `from autograd_scons import load, load_inline`, and
+`autograd_scons.patched_functions()` (which of torch's own Functions a patch
+replaces in this process).  Every error meant for a person to read derives
+from `autograd_scons.Error` (one line: what is wrong, where, what to do),
+load()'s `LoadError` among them.
 
 The modules that were at the top of this package before it became one
 (`from autograd_scons import torch_flags, verified_cache`, ...) still
@@ -27,6 +34,33 @@ import from here, with a DeprecationWarning naming their new place
 """
 
 import os
+
+
+def _checkout_generator() -> None:
+    """In a checkout (no codegen/ folder in this package's), register the
+    checkout's codegen/ as `autograd_scons.codegen`: the one name of the
+    generator, however this package was found (site_init.py, an editable
+    install, a folder on PYTHONPATH linking to site_scons/)."""
+    import importlib.util
+    import sys
+    here = os.path.dirname(os.path.realpath(__file__))   # (through a link to site_scons/ too)
+    checkout = os.path.join(os.path.dirname(here), "codegen")
+    if "autograd_scons.codegen" in sys.modules or os.path.isdir(os.path.join(here, "codegen")) \
+            or not os.path.isfile(os.path.join(checkout, "__init__.py")):
+        return
+    spec = importlib.util.spec_from_file_location("autograd_scons.codegen", os.path.join(checkout, "__init__.py"),
+                                                  submodule_search_locations=[checkout])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["autograd_scons.codegen"] = module
+    spec.loader.exec_module(module)
+    setattr(sys.modules[__name__], "codegen", module)   # as the import system sets a sub-package
+
+
+_checkout_generator()
+
+from autograd_scons.codegen.errors import Error  # noqa: E402 (once the generator is registered)
+
+__all__ = ["Error", "LoadError", "PatchNotInEffect", "TOOLPATH", "load", "load_inline", "patched_functions"]
 
 # The folder holding the SCons tools (autograd_functions.py, ...): pass it as toolpath.
 TOOLPATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_tools")
@@ -38,9 +72,11 @@ def __getattr__(name):
     if name in ("load", "load_inline", "LoadError"):
         from autograd_scons.jit import loader
         return getattr(loader, name)
+    if name in ("patched_functions", "PatchNotInEffect"):
+        from autograd_scons.torch_patch import run
+        return getattr(run, name)
     if not name.startswith("_"):
-        import importlib
-        moved = importlib.import_module("autograd_scons.moved_names")
+        import autograd_scons.moved_names as moved
         if name in moved.MOVED:
             return moved.resolve(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

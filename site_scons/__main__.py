@@ -5,6 +5,8 @@
     weaken     copy a bucket's object with the edit TUs' symbols made weak
     new        write a new extension project
     merge-wheels  merge variant wheels (one per torch minor and build) into one
+    patch-torch   build a library replacing the installed torch's Functions by edited specs
+    run-patched   run a command with such a library preloaded
 
 `python -m autograd_scons COMMAND --help` says more; docs/cli.md has the
 details.  Each command imports what it runs when it runs.
@@ -14,6 +16,7 @@ import argparse
 import sys
 
 from autograd_scons.codegen import cli
+from autograd_scons.torch_patch import commands as patch_commands
 from autograd_scons.ship import merge, new
 
 
@@ -25,6 +28,7 @@ def main(argv=None) -> int:
     cli.add_commands(sub)
     new.add_command(sub)
     merge.add_command(sub)
+    patch_commands.add_commands(sub)
     return cli.run(parser.parse_args(argv))
 
 

@@ -31,6 +31,11 @@ from autograd_scons.buildenv.runner import BuildError  # one line (`str()`): the
 from autograd_scons.ship import metadata, variant, wheel_files
 from autograd_scons.ship.project import ProjectBuild, build_project
 
+# The PEP 517 and PEP 660 hooks; everything else here is the backend's own.
+__all__ = ["build_editable", "build_sdist", "build_wheel", "get_requires_for_build_editable",
+           "get_requires_for_build_sdist", "get_requires_for_build_wheel", "prepare_metadata_for_build_editable",
+           "prepare_metadata_for_build_wheel"]
+
 BUILD_ROOT = "build"
 
 
@@ -43,7 +48,7 @@ def _load_toml(path):
         return tomllib.load(f)
 
 
-def project_config(project="."):
+def _project_config(project="."):
     """pyproject.toml's table, checked for what the backend needs before
     any hook writes anything: `name` and `version` make the file and folder
     names the hooks write (and the sdist's members), so a name that is not
@@ -80,11 +85,11 @@ def _build_pin(data):
     return None
 
 
-def torch_minor(version):
+def _torch_minor(version):
     return ".".join(version.split("+")[0].split(".")[:2])
 
 
-def check_torch(data, cache_dir):
+def _check_torch(data, cache_dir):
     """The build environment's torch version, refused in one line when
     absent or outside the span build-system.requires states (ship/torch_span.py)."""
     import importlib.util
@@ -108,58 +113,58 @@ def check_torch(data, cache_dir):
     if not inside:
         raise BuildError(f"torch {version} in the build environment ({sys.executable}) is not the "
                          f"build-system.requires pin torch{wanted}: install torch{wanted} there, or change "
-                         f"the pin in pyproject.toml to torch=={torch_minor(version)}.*")
+                         f"the pin in pyproject.toml to torch=={_torch_minor(version)}.*")
     return version
 
 
-def requires(data, torch_version):
+def _requires(data, torch_version):
     """Requires-Dist: [project] dependencies (any torch among them replaced
     by) and the pin to the torch the library was built against."""
     deps = [d for d in data["project"].get("dependencies") or [] if not re.match(r"\s*torch\b(?![-_.\w])", d)]
-    return deps + [f"torch=={torch_minor(torch_version)}.*"]
+    return deps + [f"torch=={_torch_minor(torch_version)}.*"]
 
 
-def python_tag():
+def _python_tag():
     """cpXY (cpXYt for a free-threaded build)."""
     threaded = "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
     return f"cp{sys.version_info[0]}{sys.version_info[1]}{threaded}"
 
 
-def platform_tag():
+def _platform_tag():
     return re.sub(r"[-.]", "_", sysconfig.get_platform())
 
 
-def wheel_tag(with_python):
+def _wheel_tag(with_python):
     if with_python:
-        return f"{python_tag()}-{python_tag()}-{platform_tag()}"
-    return f"py3-none-{platform_tag()}"
+        return f"{_python_tag()}-{_python_tag()}-{_platform_tag()}"
+    return f"py3-none-{_platform_tag()}"
 
 
-def build_dir():
+def _build_dir():
     """The build folder unless `-C BUILD=...` names another."""
-    return os.path.join(BUILD_ROOT, f"{python_tag()}-{platform_tag()}")
+    return os.path.join(BUILD_ROOT, f"{_python_tag()}-{_platform_tag()}")
 
 
-def project_build(project, config_settings):
+def _project_build(project, config_settings):
     """The request of this build: pip's `-C` settings, checked once."""
-    return ProjectBuild.from_settings(project, config_settings, build_dir())
+    return ProjectBuild.from_settings(project, config_settings, _build_dir())
 
 
-def build_library(project=".", config_settings=None):
+def _build_library(project=".", config_settings=None):
     """Check torch, build, and return (pyproject data, wheel.json info, the ProjectBuild)."""
     import json
     from autograd_scons.extension import WHEEL_JSON
-    data = project_config(project)
-    request = project_build(project, config_settings)
+    data = _project_config(project)
+    request = _project_build(project, config_settings)
     build = request.build
-    version = check_torch(data, request.folder)
-    from autograd_scons.codegen.lock import BuildLock
+    version = _check_torch(data, request.folder)
+    from autograd_scons.codegen.engine.lock import BuildLock
     folder = os.path.abspath(request.folder)  # named in a failure: absolute
     with BuildLock(folder, label="autograd_scons") as lock:  # the lock an editable import's rebuild takes
         build_project(request, os.path.join(folder, "build.log"), lock)
     with open(os.path.join(project, build, WHEEL_JSON)) as f:
         info = json.load(f)
-    if torch_minor(info["torch"]) != torch_minor(version):  # never a silently mismatched wheel
+    if _torch_minor(info["torch"]) != _torch_minor(version):  # never a silently mismatched wheel
         raise BuildError(f"the library in {build} was built against torch {info['torch']}, not {version}")
     if info.get("cuda_skipped"):
         print(f"autograd_scons: wheel without CUDA kernels ({info['cuda_skipped']}): "
@@ -176,12 +181,12 @@ def _entry_points(data):
 
 def _dist(data):
     """NAME-VERSION of the wheel, the dist-info folder and the sdist: the
-    name normalized, the version canonical (project_config)."""
+    name normalized, the version canonical (_project_config)."""
     meta = data["project"]
     return f"{wheel_files.normalized(meta['name'])}-{meta['version']}"
 
 
-def package_files(project, package):
+def _package_files(project, package):
     """{path in the wheel: bytes} of the package's Python files; a symlink
     only as the sdist takes it (wheel_files.check_link)."""
     files = {}
@@ -207,10 +212,10 @@ def package_files(project, package):
 
 def _wheel(wheel_directory, data, info, files):
     version = info["torch"]
-    tag = wheel_tag(info["python"])
+    tag = _wheel_tag(info["python"])
     name = f"{_dist(data)}-{tag}.whl"
     wheel_files.write_wheel(os.path.join(wheel_directory, name), files, {
-        "METADATA": metadata.metadata_text(data["project"], requires(data, version), "."),
+        "METADATA": metadata.metadata_text(data["project"], _requires(data, version), "."),
         "WHEEL": wheel_files.wheel_text(tag), **_entry_points(data),
         # which torch the library is for, read by merge-wheels (ship/merge.py)
         **(variant.dist_info(info) if info["library"] in files else {})})
@@ -232,8 +237,8 @@ def _main_hook(fn):
 
 @_main_hook
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    data, info, request = build_library(".", config_settings)
-    files = package_files(".", info["package"])
+    data, info, request = _build_library(".", config_settings)
+    files = _package_files(".", info["package"])
     with open(os.path.join(request.build, info["library"]), "rb") as f:
         files[info["library"]] = f.read()
     return _wheel(wheel_directory, data, info, files)
@@ -241,18 +246,18 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 @_main_hook
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    data, info, request = build_library(".", config_settings)
+    data, info, request = _build_library(".", config_settings)
     return _wheel(wheel_directory, data, info, wheel_files.editable_files(
         os.path.abspath("."), info["package"], request.build, request.args))
 
 
 def _prepare_metadata(metadata_directory, config_settings=None):
-    data = project_config(".")
-    version = check_torch(data, project_build(".", config_settings).build)
+    data = _project_config(".")
+    version = _check_torch(data, _project_build(".", config_settings).build)
     folder = f"{_dist(data)}.dist-info"
     os.makedirs(os.path.join(metadata_directory, folder), exist_ok=True)
-    with open(os.path.join(metadata_directory, folder, "METADATA"), "w") as f:
-        f.write(metadata.metadata_text(data["project"], requires(data, version), "."))
+    with open(os.path.join(metadata_directory, folder, "METADATA"), "w", encoding="utf-8") as f:
+        f.write(metadata.metadata_text(data["project"], _requires(data, version), "."))
     for name, text in _entry_points(data).items():
         with open(os.path.join(metadata_directory, folder, name), "w", encoding="utf-8") as f:
             f.write(text)
@@ -272,7 +277,7 @@ get_requires_for_build_editable = get_requires_for_build_sdist = get_requires_fo
 
 @_main_hook
 def build_sdist(sdist_directory, config_settings=None):
-    data = project_config(".")
+    data = _project_config(".")
     root = _dist(data)
     name = f"{root}.tar.gz"
     pkg_info = metadata.metadata_text(data["project"], data["project"].get("dependencies") or [], ".")

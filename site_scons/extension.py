@@ -23,6 +23,8 @@ import SCons.Script as S
 
 from autograd_scons import TOOLPATH
 
+__all__ = ["Environment", "Package"]  # (docs/shipping.md)
+
 # What the backend reads after the build (build_meta.py).
 WHEEL_JSON = "wheel.json"
 LIBRARY_STEM = "_C"
@@ -105,16 +107,16 @@ def _record_inputs(env, library, files):
     """What the editable install's up-to-date check stats (load()'s
     stamp): the library's inputs, `files` and the SConstruct, and the
     generator's and this package's modules."""
-    from autograd_scons.buildenv import stamp
-    package = os.path.dirname(TOOLPATH)   # this package, the generator inside it
+    from autograd_scons.buildenv import build_stamp
     extra = [env.File(p).srcnode().abspath for p in files] + [env.File("#SConstruct").abspath]
-    stamp.record_inputs(library, os.path.join(env["BUILD"], stamp.INPUTS), extra=extra, code_roots=[package])
+    build_stamp.record_inputs(library, os.path.join(env["BUILD"], build_stamp.INPUTS), extra=extra,
+                             code_roots=build_stamp.tool_code_roots())
 
 
 def _write_if_changed(path, data):
     if S.GetOption("no_exec") or S.GetOption("clean"):
         return
-    from autograd_scons.codegen.writer import same_bytes, write_atomic
+    from autograd_scons.codegen.engine.writer import same_bytes, write_atomic
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     if not same_bytes(path, text.encode()):
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -34,10 +34,10 @@ MOVED = {
     "torch_flags": ("buildenv.torch_flags",),
     "verified_cache": ("buildenv.verified_cache",),
     "cuda_flags": ("buildenv.cuda_flags",),
-    "autograd_stamp": ("tool.stamp",),
+    "autograd_stamp": ("tool.library_stamp",),
     "extension_env": ("buildenv.environment",),
-    "folder_lock": ("codegen.lock",),
-    "scons_run": ("buildenv.runner", "buildenv.stamp"),
+    "folder_lock": ("codegen.engine.lock",),
+    "scons_run": ("buildenv.runner", "buildenv.build_stamp"),
     "jit_load": ("jit.loader",),
 }
 

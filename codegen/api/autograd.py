@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from ..model import Type, is_tensor_like
+from .model import Type, is_tensor_like
 from .native import NativeFunction
 from .cpp import Binding, CType, return_names, return_type
 
@@ -95,10 +95,6 @@ class DifferentiabilityInfo:
     file: str = ""
     line: int = 0
     entry: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
-
-    @property
-    def has_derivatives(self) -> bool:
-        return bool(self.args_with_derivatives)
 
     def uses(self, ident: str) -> bool:
         return any(uses_ident(d.formula, ident) for d in self.derivatives)

@@ -12,9 +12,9 @@ it is held as (`at::Tensor`).  SymInts keep their symbolic C++ types (the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import ClassVar, Optional
 
-from ..model import Argument, BaseType, CustomClassType, FunctionSchema, ListType, OptionalType, Return, Type
+from .model import Argument, BaseType, CustomClassType, FunctionSchema, ListType, OptionalType, Return, Type
 
 
 class CType:
@@ -78,9 +78,10 @@ class _Wrapping(CType):
     """A type made of one other type: a reference to it, a template of it."""
     elem: CType
 
-    _spelling = "{}"    # `{}` stands for the element's spelling
-    _is_ref = False     # a const or mutable reference: remove_const_ref() drops it
-    _views = None       # True: always a view; None: a view if the element is
+    # (class constants, not fields)
+    _spelling: ClassVar[str] = "{}"    # `{}` stands for the element's spelling
+    _is_ref: ClassVar[bool] = False    # a const or mutable reference: remove_const_ref() drops it
+    _views: ClassVar[Optional[bool]] = None   # True: always a view; None: a view if the element is
 
     def cpp_type(self) -> str:
         return self._spelling.format(self.elem.cpp_type())

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Optional
 
-from ..model import FunctionSchema
+from .model import FunctionSchema
 
 # Dispatch keys that mean "implemented by decomposition" (no backend kernel).
 _CIA = "CompositeImplicitAutograd"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import SpecError
-from ..native_functions import NativeFunction
+from ..spec.native_functions import NativeFunction
 from ..templates import load
 from ..tree import BANNER
 

@@ -20,8 +20,8 @@ from typing import Optional
 from ..api.autograd import DifferentiabilityInfo, ForwardDerivative, differentiable_outputs, uses_ident
 from ..api.cpp import OPTIONAL_TENSOR, CType, return_names
 from ..errors import SpecError
-from ..model import INPLACE, OUT, is_tensor_like
-from ..templates import Template
+from ..api.model import INPLACE, OUT, is_tensor_like
+from ..templates import Template, load
 from .lines import at_formula
 
 # `foo_t` / `foo_p` identifiers that are C++ types, not tangents or primals.
@@ -86,8 +86,7 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
         if inplace and str(info.func.func) != str(fs):  # the functional entry's formula, on self
             formula = _sub(_sub(formula, "self_p", "original_self_p"), "result", "self_p")
             if uses_ident(formula, "original_self_p"):
-                before += ["at::Tensor original_self_p;",
-                           "if (_any_has_fw_grad) {", "  original_self_p = self._fw_primal(0).clone();", "}"]
+                before += load("fw_original_self.cpp").lines()
         idx = [targets[n] for n in fd.var_names]
         names = ["self" if inplace else rnames[i] for i in idx]
         if not inplace:
@@ -132,15 +131,12 @@ def _apply(formula: str, fd: ForwardDerivative, names: list[str], idx: list[int]
     else:
         body += [f"at::Tensor {x};" for x in fresh] + [f"std::tie({', '.join(fresh)}) = {formula};"]
     if inplace:
-        body += ["self_new_fw_grad = self_t_raw.defined() ? self_t_raw.copy_(self_new_fw_grad) "
-                 ": self_new_fw_grad;",
-                 "if (self_new_fw_grad.defined()) {",
-                 "  self._set_fw_grad(self_new_fw_grad, /*level=*/0, /*is_inplace_op=*/true);", "}"]
+        body += load("fw_inplace_tangent.cpp").lines()
     else:
         for n, x in zip(names, fresh):
             body += [_IF_BOTH_DEFINED.substitute(x=x, n=n),
                      f"  {n}._set_fw_grad({x}, /*level=*/0, /*is_inplace_op=*/false);", "}"]
-    return ["if (_any_has_fw_grad) {"] + ["  " + b for b in body] + ["}"]
+    return load("fw_block.cpp").lines(body=body)
 
 
 def _tangent(n: str, kind: str) -> list[str]:

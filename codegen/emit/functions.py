@@ -10,25 +10,27 @@ same bytes.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from ..api.autograd import DifferentiabilityInfo
 from ..errors import SpecError
 from .backward import backward_body
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, function_file, include
 from ..templates import Template, load
-from .lines import INCLUDE, number_back, render_lines
+from .lines import INCLUDE, number_back
 from .load_check import render_load_check
 from .options import EmitOptions
-from .prelude import render_preludes
+from .prelude_headers import render_preludes
 from .saved import OPT_TENSOR_LIST, TENSOR, TENSOR_LIST, SavedSlot, saved_slots
 from .superclass import superclass
 from .support import call, render_support
 
+# libtorch's declarations of its Functions, which a patch's definitions are compiled against.
+LIBTORCH_FUNCTIONS_H = "torch/csrc/autograd/generated/Functions.h"
 _FUNCTION_H = load("function.h")
 _FUNCTION_CPP = load("function.cpp")
 _SHOULD_COMPUTE = Template("task_should_compute_output({${name}_ix}),")
-_WILL_RELEASE = ["void will_release_variables() override {", "  retain_variables = false;", "}"]
+_WILL_RELEASE = load("function_will_release.h").lines()
 
 
 def op_infos(infos: Iterable[DifferentiabilityInfo],
@@ -111,10 +113,7 @@ class _Op:
         release = [line for s in self.slots for line in s.release]
         if release:
             release.insert(0, "std::lock_guard<std::mutex> lock(mutex_);")
-        members = [f"{t} {n}{'' if v is None else ' = ' + v};" for s in self.slots for t, n, v in s.members]
-        members += [f"size_t {n}_size_ = 0;" for n in self.sized]
-        if self.retain:
-            members.insert(0, "bool retain_variables = true;")
+        members = [f"{t} {n}{'' if v is None else ' = ' + v};" for t, n, v in self.members()]
         return _FUNCTION_H.substitute(
             banner=BANNER, description=self.source, ns=ns, op=op, superclass=self.superclass,
             prelude_h=include(function_file(op, ".h"), PRELUDE_H),
@@ -123,17 +122,27 @@ class _Op:
             # The formula may consume saved outputs when the graph is freed.
             will_release=_WILL_RELEASE if self.retain else [])
 
+    def members(self) -> list[tuple[str, str, Optional[str]]]:
+        """The class's data members: (type, name, default or None), in order."""
+        members = [m for s in self.slots for m in s.members]
+        members += [("size_t", f"{n}_size_", "0") for n in self.sized]
+        if self.retain:
+            members.insert(0, ("bool", "retain_variables", "true"))
+        return members
+
     # -- definitions -------------------------------------------------------
 
     def _unpacks(self) -> list[str]:
         return [s.check for s in self.slots if s.check] + [s.unpack for s in self.slots if s.unpack]
 
-    def definitions(self, ns: str) -> str:
+    def definitions(self, ns: str, patch: bool = False) -> str:
         op, here = self.op, function_file(self.op, ".cpp")
         mask = f"std::array<bool, {self.n}>"
+        # A patch defines the members of libtorch's own class, as declared there.
+        class_header = f"<{LIBTORCH_FUNCTIONS_H}>" if patch else f'"{include(here, function_file(op, ".h"))}"'
         return number_back(_FUNCTION_CPP.substitute(
             banner=BANNER, description=self.source, ns=ns, op=op, n=str(self.n), derivative_lines=INCLUDE,
-            own_header=include(here, function_file(op, ".h")),
+            class_header=class_header,
             prelude_impl_h=include(here, PRELUDE_IMPL_H), load_check_h=include(here, LOAD_CHECK_H),
             params="".join(f",\n    {t}{'&' if ref else ''} {n}" for t, n, ref in self.params),
             args="".join(", " + a for a in self.call_args),
@@ -150,11 +159,20 @@ class _Op:
             + [f"{_pack(t, a)};" for (t, _, _), a in zip(self.params, self.call_args)]), f"../{here}")
 
 
+def class_layout(info: DifferentiabilityInfo) -> tuple[str, list[tuple[str, str]]]:
+    """(base class, [(member type, name)]) of the Function class of `info`:
+    what a patch must find libtorch's class declare (codegen/engine/patch_selection.py)."""
+    o = _Op(info)
+    return o.superclass, [(t, n) for t, n, _ in o.members()]
+
+
 def render_op(info: DifferentiabilityInfo, opts: EmitOptions) -> dict[str, str]:
     """`functions/<Op>.h` and `functions/<Op>.cpp` for one info with an op."""
     if not info.op:
         raise ValueError(f"info for '{info.func.func}' has no op: nothing is differentiable")
     o = _Op(info)
+    if opts.patch:  # the class is libtorch's: its header is libtorch's
+        return {function_file(o.op, ".cpp"): o.definitions(opts.ns, patch=True)}
     return {function_file(o.op, ".h"): o.header(opts.ns),
             function_file(o.op, ".cpp"): o.definitions(opts.ns)}
 
@@ -166,8 +184,10 @@ def render_shared(ops: Sequence[str], opts: EmitOptions) -> dict[str, str]:
     """The preludes and the umbrella `Functions.h` (the unity buckets are the
     compile layout's: see layout.py)."""
     files = render_preludes(opts)
-    files.update(render_load_check())
+    files.update(render_load_check(opts))
     files.update(render_support(opts))
+    if opts.patch:  # no classes of ours to gather
+        return files
     files[UMBRELLA_H] = load("umbrella.h").substitute(
         banner=BANNER, prelude_h=PRELUDE_H,
         function_headers=[f'#include "{function_file(op, ".h")}"' for op in sorted(ops)])

@@ -20,10 +20,10 @@ from typing import Optional, Sequence
 from ..api.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
 from ..api.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT, return_names, return_type, scalarT,
                        stringViewT, symIntArrayRefT)
-from ..model import FUNCTIONAL, INPLACE, OUT, Argument, is_tensor_like
-from ..native_functions import NativeFunction, NativeSpec
+from ..api.model import FUNCTIONAL, INPLACE, OUT, Argument, is_tensor_like
+from ..spec.native_functions import NativeFunction, NativeSpec
 from ..errors import SpecError
-from ..templates import Template, load
+from ..templates import load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
 from .dispatch import declarations, dispatch_of, key_line, refuse_aliasing, registrations
 from .lines import AT_FORMULA, INCLUDE, number_back
@@ -33,7 +33,7 @@ from .options import EmitOptions
 
 # Saved views copied with `.vec()`.
 _ARRAY_VIEWS = (intArrayRefT, symIntArrayRefT, ArrayRefCType(scalarT))
-_IF_REQUIRES_GRAD = Template("if (compute_requires_grad(${args})) {")
+_RETURN_RESULT = "return _result;"
 
 
 @dataclass(frozen=True)
@@ -170,8 +170,8 @@ def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list
     # the one save-time helper that lives in FunctionsManual.h
     manual = info is not None and any("strides_or_error" in a.expr for a in info.all_saved_inputs)
     return {"function_header": function_header, "prelude_impl": prelude,
-            "manual_include": ["#include <torch/csrc/autograd/FunctionsManual.h>"] if manual else [],
-            "manual_using": ["using namespace torch::autograd::generated::details;"] if manual else [],
+            "manual_include": load("op_manual_include.cpp").lines() if manual else [],
+            "manual_using": load("op_manual_using.cpp").lines() if manual else [],
             "body": _body(unit, info, params, ret, fw)}
 
 
@@ -183,66 +183,51 @@ def _handle(func: NativeFunction) -> str:
             f'"{fs.name.overload}").typed<{ret}({", ".join(params)})>()')
 
 
+def _call(f: NativeFunction, sig: str, names: list[str], ret: str) -> list[str]:
+    """The typed dispatcher handle, then the call below autograd: into
+    `_result`, or (`void`) a statement alone."""
+    n = f.func.name
+    lookup = load("op_lookup.cpp").lines(name=f"{f.namespace}::{n.name}", overload=n.overload, signature=sig)
+    call = load("op_call_void.cpp" if ret == "void" else "op_call_result.cpp")
+    return lookup + call.lines(args=", ".join(names))
+
+
 def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[str], ret: str,
           fw: ForwardAD) -> list[str]:
     f = unit.func
     fs = f.func
     kind = fs.kind()
-    args = fs.schema_order_arguments()
-    names = [a.name for a in args]
-    sig = f"{ret}({', '.join(params)})"
-    n = fs.name
-    call = [f"static auto op = c10::Dispatcher::singleton()",
-            f'    .findSchemaOrThrow("{f.namespace}::{n.name}", "{n.overload}")',
-            f"    .typed<{sig}>();"]
+    names = [a.name for a in fs.schema_order_arguments()]
+    call = _call(f, f"{ret}({', '.join(params)})", names, ret)
     out: list[str] = list(fw.before)
 
     if kind == OUT or info is None:
         return out + _plain_body(unit, call, ret)
 
     inplace = kind == INPLACE
-    diff = [b.name for b in info.args_with_derivatives]
-    cls = f"{info.op}"
-    out += [f"auto _any_requires_grad = compute_requires_grad({', '.join(diff)});",
-            "(void)_any_requires_grad;"]
-    if inplace:
-        out.append("check_inplace(self, _any_requires_grad);")
-    out += unchecked_input_checks(unit, info)
-    if "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None:
-        out.append("auto options = at::TensorOptions().dtype(dtype).layout(layout).device(device)"
-                   ".pinned_memory(pin_memory);")
-    out += [f"c10::intrusive_ptr<{cls}> grad_fn;", "if (_any_requires_grad) {",
-            f"  grad_fn = c10::make_intrusive<{cls}>();",
-            f"  grad_fn->set_next_edges(collect_next_edges({', '.join(diff)}));"]
-    out += ["  " + s for s in _save(info.all_saved_inputs, is_output=False, inplace=inplace)]
-    for b in info.args_with_derivatives:
-        if b.ctype.is_tensor_list:
-            out.append(f"  grad_fn->{b.name}_size_ = {b.name}.size();")
-    out.append("}")
+    diff = ", ".join(b.name for b in info.args_with_derivatives)
+    options = "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None
+    out += load("op_grad_fn.cpp").lines(
+        differentiable=diff, function=info.op,
+        inplace_check=load("op_check_inplace.cpp").lines() if inplace else [],
+        input_checks=unchecked_input_checks(unit, info),
+        options=load("op_tensor_options.cpp").lines() if options else [],
+        save=_save(info.all_saved_inputs, is_output=False, inplace=inplace)
+        + [f"grad_fn->{b.name}_size_ = {b.name}.size();" for b in info.args_with_derivatives if b.ctype.is_tensor_list])
     out += call
-    if ret == "void":  # an in-place op in the PT2 custom-op style: `-> ()`
-        out += ["{", "  at::AutoDispatchBelowADInplaceOrView guard;", f"  op.call({', '.join(names)});", "}"]
-    else:
-        out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
-                f"  return op.call({', '.join(names)});", "})();"]
     if inplace:
-        out += ["increment_version(self);", "if (grad_fn) {",
-                "  rebase_history(flatten_tensor_args(self), grad_fn);"]
-        out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=True)]
-        return out + ["}"] + fw.after + ([_return(fs)] if fs.returns else [])
+        out += load("op_inplace_history.cpp").lines(save=_save(info.all_saved_outputs, is_output=True, inplace=True))
+        return out + fw.after + ([_return(fs)] if fs.returns else [])
 
     rnames = [("result" if x == "self" else x) for x in return_names(fs)]
     douts = [o.name for o in differentiable_outputs(info)]
     used = set(douts) | {a.name for a in info.all_saved_outputs} | fw.outputs
-    if len(rnames) == 1:
-        out.append(f"auto& {rnames[0]} = _result;")
-    else:
-        out += [f"auto& {r} = std::get<{i}>(_result);" for i, r in enumerate(rnames) if r in used]
-    out.append("if (grad_fn) {")
-    if douts:
-        out.append(f"  set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);")
-    out += ["  " + s for s in _save(info.all_saved_outputs, is_output=True, inplace=False)]
-    return out + ["}"] + fw.after + ["return _result;"]
+    results = [f"auto& {rnames[0]} = _result;"] if len(rnames) == 1 else \
+        [f"auto& {r} = std::get<{i}>(_result);" for i, r in enumerate(rnames) if r in used]
+    out += load("op_history.cpp").lines(
+        results=results, save=_save(info.all_saved_outputs, is_output=True, inplace=False),
+        set_history=[f"set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);"] if douts else [])
+    return out + fw.after + [_RETURN_RESULT]
 
 
 def inputs_without_formula(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
@@ -275,19 +260,10 @@ def _plain_body(unit: KernelUnit, call: list[str], ret: str) -> list[str]:
     if tensor_args and (kind == OUT or unit.info is None):
         what = "functions with out=... arguments don't support automatic differentiation" if kind == OUT \
             else "has no derivative formula"
-        out += [_IF_REQUIRES_GRAD.substitute(args=", ".join(tensor_args)),
-                f'  TORCH_CHECK(false, "{fs.name}(): {what}, but one of the arguments requires grad.");',
-                "}"]
+        out += load("op_refuse_grad.cpp").lines(args=", ".join(tensor_args), op=str(fs.name), what=what)
     out += call
-    mutated = [a.name for a in args if a.is_write]
-    invoke = f"op.call({', '.join(a.name for a in args)})"
-    if ret == "void":
-        out += ["{", "  at::AutoDispatchBelowADInplaceOrView guard;", f"  {invoke};", "}"]
-        return out + [f"increment_version({m});" for m in mutated]
-    out += ["auto _result = ([&]() {", "  at::AutoDispatchBelowADInplaceOrView guard;",
-            f"  return {invoke};", "})();"]
-    out += [f"increment_version({m});" for m in mutated]
-    return out + [_return(fs)]
+    out += [f"increment_version({a.name});" for a in args if a.is_write]
+    return out if ret == "void" else out + [_return(fs)]
 
 
 def _return(fs) -> str:
@@ -296,7 +272,7 @@ def _return(fs) -> str:
     aliased = [next((a.name for a in fs.schema_order_arguments() if r.is_write and a.annotation == r.annotation),
                     None) for r in fs.returns]
     if not fs.returns or None in aliased:
-        return "return _result;"
+        return _RETURN_RESULT
     if len(aliased) == 1:
         return f"return {aliased[0]};"
     return f"return std::forward_as_tuple({', '.join(aliased)});"

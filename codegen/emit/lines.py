@@ -23,17 +23,14 @@ import re
 from typing import Sequence
 
 from ..api.autograd import DifferentiabilityInfo
-from ..templates import string_literal
+from ..templates import load, string_literal
 from ..tree import BANNER, LINES_H
 
 _RESET = "#line AGF_RESET_TO_GENERATED_LINE"
 AT_FORMULA = "#line AGF_LINE_"   # in a body that has a located formula
 
 # Included by function.cpp, hidden from include scanners behind a macro.
-INCLUDE = [f'#if __has_include("../{LINES_H}")',
-           f'#define AGF_DERIVATIVE_LINES_H "../{LINES_H}"',
-           "#include AGF_DERIVATIVE_LINES_H",
-           "#endif"]
+INCLUDE = load("derivative_lines_include.h").lines(lines_h=LINES_H)
 
 
 def line_macro(op: str, k) -> str:

@@ -20,21 +20,36 @@ by another library refuses this one:
   from `apply` and `compiled_args`, so whatever of it still runs (its op
   registrations, the caller's own code) never yields a wrong gradient.
 
-Both copies of an overridden unit (codegen/layout.py) claim from the same
+Both copies of an overridden unit (codegen/engine/layout.py) claim from the same
 library: not a clash.  Everything here is hidden, one copy per library.
+
+A patch of libtorch's own Functions (EmitOptions.patch) defines members of
+libtorch's classes, which no other library claims: its files claim through
+the same calls, which there record each class as patched and check that
+libtorch's own vtable calls the patch's definition (templates/patch_check.h
+and .cpp), so that a patch loaded too late to take effect says so.
 """
 
 from __future__ import annotations
 
 from ..templates import load
 from ..tree import BANNER, LOAD_CHECK_H
+from .options import EmitOptions
 
 # Marker operators' namespace in the dispatcher (one per claimed class).
 MARKER_NAMESPACE = "autograd_functions_classes"
 
 
-def render_load_check() -> dict[str, str]:
-    """The header (templates/load_check.h); what it declares is defined in
-    support.cpp (templates/support.cpp), and each Function's file claims its
-    class (templates/function.cpp)."""
-    return {LOAD_CHECK_H: load("load_check.h").substitute(banner=BANNER)}
+def render_load_check(opts: EmitOptions = EmitOptions()) -> dict[str, str]:
+    """The header (templates/load_check.h, or patch_check.h for a patch);
+    what it declares is defined in support.cpp (load_check_definitions),
+    and each Function's file claims its class (templates/function.cpp)."""
+    header = "patch_check.h" if opts.patch else "load_check.h"
+    return {LOAD_CHECK_H: load(header).substitute(banner=BANNER)}
+
+
+def load_check_definitions(opts: EmitOptions) -> list[str]:
+    """support.cpp's definitions of what the header declares."""
+    if opts.patch:
+        return load("patch_check.cpp").lines()
+    return load("load_check.cpp").lines(marker_namespace=MARKER_NAMESPACE)

@@ -23,6 +23,28 @@ TORCH_MANUAL_INCLUDES: tuple[str, ...] = ("torch/csrc/autograd/FunctionsManual.h
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
+@dataclass(frozen=True)
+class PatchTarget:
+    """Functions compiled against libtorch's own classes, to replace its
+    definitions in a running torch (`patch-torch`, docs/patching-torch.md):
+    the classes stay libtorch's (its installed `generated/Functions.h`), so
+    only their out-of-line members are generated, in libtorch's namespace.
+
+    `reference`: torch's own (native_functions.yaml, derivatives.yaml,
+    tags.yaml), against which an edit is found; `hidden_helpers`: the
+    FunctionsManual helpers libtorch does not export (a formula calling one
+    cannot link), empty when FunctionsManual.cpp is compiled into the patch;
+    `every`: every Function that can be patched, not only the edited ones;
+    `bound_locally`: classes whose members libtorch binds to itself, which
+    no other library can replace (read off the library by the tool).
+    """
+    functions_h: str
+    reference: tuple[str, str, Optional[str]]
+    hidden_helpers: tuple[str, ...] = ()
+    every: bool = False
+    bound_locally: tuple[str, ...] = ()
+
+
 def parse_python(value) -> bool:
     """`python=` as a user gives it (a bool, or 1/0, true/false, yes/no, on/off
     from a command line).  Raises ValueError with the reason."""
@@ -54,6 +76,8 @@ class EmitOptions:
     # typed grad_fn, `_saved_*` properties.  Off for a library used from C++
     # alone, which then needs neither libtorch_python nor Python's symbols.
     python: bool = True
+    # Definitions of libtorch's own classes (PatchTarget), not classes of our own.
+    patch: Optional[PatchTarget] = None
 
     @property
     def ns(self) -> str:
@@ -65,7 +89,12 @@ class EmitOptions:
         # Fail here, not in the C++ compiler.
         if self.namespace is not None and not _NAMESPACE_RE.fullmatch(self.namespace):
             raise ValueError(f"namespace {self.namespace!r} is not a C++ namespace name like 'a::b'")
-        if self.namespace == LIBTORCH_NAMESPACE:
+        if self.patch is not None:
+            # A patch defines members of libtorch's classes, and nothing else.
+            if self.namespace != LIBTORCH_NAMESPACE or self.kernels or self.python:
+                raise ValueError(f"a patch of libtorch's Functions is generated in '{LIBTORCH_NAMESPACE}', "
+                                 "without kernels or Python bindings")
+        elif self.namespace == LIBTORCH_NAMESPACE:
             raise ValueError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
                              f"would be defined twice; choose another")
         if not isinstance(self.python, bool):

@@ -3,14 +3,14 @@
 Not with `TORCH_LIBRARY_FRAGMENT`/`TORCH_LIBRARY_IMPL`, whose static
 initialisers run once per copy of the file linked in: while an edited op
 kernel is compiled in an edit TU, its old text may stay in its bucket, the
-edit TU's definitions overriding it at link (codegen/layout.py), and both
+edit TU's definitions overriding it at link (codegen/engine/layout.py), and both
 copies' initialisers would register.  Here the registration is a function
 of external linkage, `register_<stem>()`, run once behind a static guard;
 each copy's initialiser calls it, and the linker keeps one definition, the
 edit TU's.
 
 A CUDA kernel is registered unless the build defines
-`AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS` (site_scons/cuda_flags.py does, when it
+`AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS` (site_scons/buildenv/cuda_flags.py does, when it
 leaves the `.cu` sources out: a CPU-only torch, `CUDA=0`): the registration
 would otherwise refer to a kernel no object defines.  Opt-out, not opt-in,
 so that a build that knows nothing of it keeps registering its CUDA kernels
@@ -24,7 +24,7 @@ from typing import Any
 from ..templates import load, string_literal
 from .options import EmitOptions
 
-WITHOUT_CUDA = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"  # site_scons/cuda_flags.py defines it
+WITHOUT_CUDA = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"  # site_scons/buildenv/cuda_flags.py defines it
 _REGISTRATION = load("registration.cpp")
 
 

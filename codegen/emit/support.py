@@ -22,7 +22,8 @@ from typing import Optional
 
 from ..templates import Template, load
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_IMPL_H, SUPPORT_CPP
-from .load_check import MARKER_NAMESPACE
+from .cache_key import cache_tag_definitions
+from .load_check import load_check_definitions
 from .options import EmitOptions
 
 # The types compiled autograd's steps are instantiated for, spelled as the
@@ -86,4 +87,5 @@ def _step_definitions() -> list[str]:
 def render_support(opts: EmitOptions) -> dict[str, str]:
     return {SUPPORT_CPP: load("support.cpp").substitute(
         banner=BANNER, ns=opts.ns, prelude_impl_h=PRELUDE_IMPL_H, load_check_h=LOAD_CHECK_H,
-        marker_namespace=MARKER_NAMESPACE, step_definitions=_step_definitions())}
+        load_check_definitions=load_check_definitions(opts),
+        cache_tag_definitions=cache_tag_definitions(opts), step_definitions=_step_definitions())}

@@ -13,7 +13,7 @@ empty lines stay empty, and an empty list removes the line.
 Nothing else is special, so braces and quotes are C++'s own.  Emitters
 compute only what fills the holes; every fixed line lives in a file here,
 which can be read, diffed and formatted as C++.  The files are package data
-(setup.cfg) and part of the generator's version (keys.py): editing one
+(setup.py) and part of the generator's version (keys.py): editing one
 regenerates every unit.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Optional, Sequence, Union
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
 SUFFIXES = (".h", ".cpp")
@@ -63,7 +63,7 @@ class Template:
         if fixed:
             self._parts.append(("fixed", "\n".join(fixed)))
 
-    def substitute(self, values: Mapping[str, Value] = (), **more: Value) -> str:
+    def substitute(self, values: Optional[Mapping[str, Value]] = None, **more: Value) -> str:
         env = {**values, **more} if values else more
         out: list[str] = []
         for part in self._parts:
@@ -83,7 +83,7 @@ class Template:
                 out.append("".join(buf))
         return "\n".join(out)
 
-    def lines(self, values: Mapping[str, Value] = (), **more: Value) -> list[str]:
+    def lines(self, values: Optional[Mapping[str, Value]] = None, **more: Value) -> list[str]:
         """The text as lines, for a list hole of another template: those of
         the text without its final newline."""
         text = self.substitute(values, **more)

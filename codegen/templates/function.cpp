@@ -1,7 +1,7 @@
 ${banner}
 ${description}
 
-#include "${own_header}"
+#include ${class_header}
 #include "${prelude_impl_h}"
 #include "${load_check_h}"
 ${derivative_lines}
@@ -84,7 +84,7 @@ variable_list ${op}::apply_with_saved(const variable_list& grads, SwapSavedVaria
 #endif
 }
 
-// Refuses this library if another one loaded defines this class (load_check.h).
+// Claims this class for this library as it loads (load_check.h says what that checks).
 static const bool ${op}_claimed =
     ::autograd_functions_load::claim(typeid(${op}), "${ns}::${op}");
 

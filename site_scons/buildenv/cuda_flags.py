@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 
+from autograd_scons.codegen.errors import Error
 from autograd_scons.buildenv import torch_flags
 
 WITHOUT_CUDA_DEFINE = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"
@@ -41,7 +42,7 @@ _SM = re.compile(r"sm_(\d+)(\d)([af]?)")
 DEFAULT_CUDA_HOME = "/usr/local/cuda"
 
 
-class CudaConfigError(ValueError):
+class CudaConfigError(Error, ValueError):
     """A build that must compile CUDA and cannot: one line for `scons: ***`."""
 
 

@@ -1,5 +1,5 @@
 """The build environment of every build of this project: the checkout's
-`SConstruct` (`scons`) and load()'s own (load_sconstruct.py) both call it,
+`SConstruct` (`scons`) and load()'s own (jit/sconstruct.py) both call it,
 so that a load() compiles exactly as `scons` does: the same compiler
 variables, precompiled prelude, CacheDir, LAUNCHER, torch and CUDA flags,
 linker.  Call from an SConstruct:
@@ -10,7 +10,7 @@ linker.  Call from an SConstruct:
 
 `cuda(env)` says whether the .cu kernels are configured (cuda_flags; the
 reason they are left out is printed).  The environment has PCH's policy
-(codegen/request.py, Pch) under AUTOGRAD_PCH, for the builders' `pch=`; the
+(codegen/engine/functions_request.py, Pch) under AUTOGRAD_PCH, for the builders' `pch=`; the
 tools autograd_functions and nvcc loaded, and torch's flags.
 """
 
@@ -23,11 +23,11 @@ import SCons.Script as S
 
 from autograd_scons.buildenv import cuda_flags
 from autograd_scons.buildenv import launcher_reach
-from autograd_scons.buildenv import prelude
+from autograd_scons.buildenv import prelude_folders
 from autograd_scons.buildenv import torch_flags
 from autograd_scons.buildenv import unfinished_build
 from autograd_scons.buildenv import verified_cache
-from autograd_scons.codegen.request import Pch
+from autograd_scons.codegen.engine.functions_request import Pch
 
 
 def add_variables(vars):
@@ -106,8 +106,8 @@ def environment(vars, cuda):
     # One precompiled prelude per torch, compiler and flags, for every build;
     # where the default folder cannot be made (a read-only or absent home, as
     # in a build container), the build folder's own, said in one line.
-    shared = os.path.abspath(env["PRELUDE_DIR"] or prelude.default_folder())
-    if env["PRELUDE_DIR"] or prelude.can_make(shared):
+    shared = os.path.abspath(env["PRELUDE_DIR"] or prelude_folders.default_folder())
+    if env["PRELUDE_DIR"] or prelude_folders.can_make(shared):
         env["AUTOGRAD_PRELUDE_DIR"] = shared
     elif not S.GetOption("help"):
         print(f"scons: warning: cannot make {shared}: the precompiled prelude is kept in the build "

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import stat
 
-from autograd_scons.codegen.lock import FolderError
+from autograd_scons.codegen.engine.lock import FolderError
 
 
 def _refuse(label: str, path: str, why: str, fix: str) -> FolderError:

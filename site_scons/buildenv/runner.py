@@ -2,14 +2,14 @@
 from Python (`load()`, the PEP 517 backend, the editable install's rebuild
 on import).
 
-    from autograd_scons.buildenv import runner, stamp
-    from autograd_scons.codegen.lock import BuildLock
+    from autograd_scons.buildenv import runner, build_stamp
+    from autograd_scons.codegen.engine.lock import BuildLock
     with BuildLock(folder, label="load(myops)") as lock:
-        if not stamp.up_to_date(stamp_path, key):   # stat (digest if moved) of every input
-            stamp.clear_stamp(stamp_path)
+        if not build_stamp.up_to_date(stamp_path, key):   # stat (digest if moved) of every input
+            build_stamp.clear_stamp(stamp_path)
             result = runner.run_scons(sconstruct, folder, {"CXX": "g++"}, jobs=None,
                                       verbose=False, label="load(myops)", lock=lock)
-            stamp.write_stamp(stamp_path, key, result.inputs_path)
+            build_stamp.write_stamp(stamp_path, key, result.inputs_path)
     # result.compiled / result.linked: what ran; BuildError on failure
 
 `run_scons` runs SCons in a subprocess (in its own process group, killed
@@ -33,7 +33,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from autograd_scons.buildenv.stamp import INPUTS
+from autograd_scons.buildenv.build_stamp import INPUTS
+from autograd_scons.codegen.errors import Error
 LOG = "build.log"
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograd_scons
 GENERATED_TAG = "autograd_build: "  # lines an SConstruct prints for the progress report
@@ -47,7 +48,7 @@ _COMPILE = re.compile(r" -o (\S+) .*-c |-c .* -o (\S+)")
 _LINK = re.compile(r" -o (\S+\.(?:so|dylib|pyd))\b")
 
 
-class BuildError(RuntimeError):
+class BuildError(Error, RuntimeError):
     """A build that failed or cannot go on, for every build started from
     Python (load(), the backend, the editable rebuild): one line (`str()`),
     and for a failed build `first_error` and `log` (the full log's path)."""

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import sysconfig
 
+__all__ = ["configure"]  # (docs/embedding.md; the rest is the build environment's own)
+
 # `cuda`: the CUDA version torch was built with (None for a CPU build);
 # `cuda_arches`: the architectures its own kernels were built for (read
 # without initialising CUDA); `gpus`: the visible GPUs' compute capabilities
@@ -62,7 +64,7 @@ def torch_facts(cache_path):
         out = subprocess.run([sys.executable, "-c", _QUERY], check=True, capture_output=True, text=True)
         facts = dict(json.loads(out.stdout.strip().splitlines()[-1]), root=root)
     os.makedirs(os.path.dirname(cache_path) or ".", exist_ok=True)
-    from autograd_scons.codegen.writer import write_atomic  # (the generator beside this package)
+    from autograd_scons.codegen.engine.writer import write_atomic  # (the generator beside this package)
     write_atomic(cache_path, json.dumps({"stamp": stamp, "query": _QUERY, "facts": facts}).encode())
     return facts
 

@@ -90,7 +90,6 @@ def recover(db_path: str, top: str, folder: str) -> list[str]:
 
 
 def _saved(write, db_path):
-    import SCons.SConsign
     def write_then_unmark(*args, **kwargs):
         try:
             result = write(*args, **kwargs)
@@ -101,6 +100,7 @@ def _saved(write, db_path):
             import gc
 
             import SCons.dblite
+            import SCons.SConsign
             for db in list(SCons.SConsign.DB_sync_list) + [o for o in gc.get_objects()
                                                           if isinstance(o, SCons.dblite._Dblite)]:
                 if hasattr(db, "_needs_sync"):
@@ -167,7 +167,7 @@ def begin(db_path: str, top: str, folder: str, say=print) -> None:
     database, then mark this one as unfinished until SCons has saved it."""
     import SCons.SConsign
 
-    from autograd_scons.codegen.lock import lock_folder
+    from autograd_scons.codegen.engine.lock import lock_folder
     # Another build of this folder may be running (its mark is not a dead
     # build's): wait for it, holding the folder until this process exits.
     lock_folder(folder, say=lambda m: say(f"scons: {m}"))

@@ -24,6 +24,8 @@ import threading
 import SCons.Action
 import SCons.CacheDir
 
+__all__ = ["VerifiedCacheDir"]  # (docs/embedding.md)
+
 DIGEST_SUFFIX = ".sha256"
 _CHUNK = 1 << 20
 
@@ -39,7 +41,7 @@ def _digest_of(path: str) -> str:
 
 
 def _write_atomically(path: str, text: str) -> None:
-    from autograd_scons.codegen.writer import write_atomic  # (the one atomic writer)
+    from autograd_scons.codegen.engine.writer import write_atomic  # (the one atomic writer)
     write_atomic(path, text.encode())
 
 

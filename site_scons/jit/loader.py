@@ -7,7 +7,7 @@ does, and load it: `from autograd_scons import load, load_inline`.
                extra_include_paths=["specs/include"], includes=["myops/backward_helpers.h"])
     ops.bmul(a, b)                       # torch.ops.myops
 
-The build is the one `scons` runs: load_sconstruct.py, an SConstruct on the
+The build is the one `scons` runs: jit/sconstruct.py, an SConstruct on the
 environment of environment.py, run by runner.run_scons in the build
 folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
 `/<name>/<python ABI>_torch<version>_<cpu|cuXY>_<compiler>/` (or
@@ -15,7 +15,7 @@ folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
 gen/'s objects, obj/<name>.so (SCons's link), `<name>.so` (the library
 loaded: a finished link renamed into place), build.log, the lock and the
 stamp.  One lock (lock.BuildLock) is held across the up-to-date
-check, generation, compile, link and load; the stamp (buildenv.stamp.up_to_date)
+check, generation, compile, link and load; the stamp (buildenv.build_stamp.up_to_date)
 lets an unchanged load() in a fresh process skip SCons altogether.
 
 The compiler is $CXX (default g++), $AUTOGRAD_LAUNCHER goes before it,
@@ -27,7 +27,6 @@ namespace when nothing changed, else raises LoadError.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import keyword
@@ -36,34 +35,22 @@ import re
 import shlex
 import shutil
 
-from autograd_scons.buildenv import runner, stamp, torch_flags, unfinished_build
-from autograd_scons.codegen.writer import write_atomic
-from autograd_scons.codegen.lock import BuildLock, FolderError, LockTimeout
-from autograd_scons.buildenv.prelude import extensions_root
+from autograd_scons.buildenv import runner, build_stamp, torch_flags, unfinished_build
+from autograd_scons.codegen.errors import one_line_errors
+from autograd_scons.codegen.engine.lock import BuildLock, FolderError
+from autograd_scons.codegen.spec.native_functions import first_op_namespace
+from autograd_scons.buildenv.prelude_folders import extensions_root
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
-from autograd_scons.jit.request import LoadError, LoadRequest, label as _label, words as _words
+from autograd_scons.buildenv.published import publish as _publish, write_if_changed as _write_if_changed
+from autograd_scons.jit.load_request import (LoadError, LoadOptions, LoadRequest, label as _label,
+                                        with_options_signature, words as _words)
+
+__all__ = ["LoadError", "load", "load_inline"]
 
 SPEC = "load_spec.json"
 STAMP = ".up_to_date.json"
 _SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sconstruct.py")
 _loaded: dict = {}  # name -> _Loaded, for this process
-
-
-def _one_line_errors(fn):
-    """fn, whose own errors (one located line, the log's path) reach the
-    caller without the tool's frames or the exception they were raised
-    while handling: what went wrong is in the line, and the frames would
-    only bury it.  Any other exception (a bug) keeps its traceback."""
-    @functools.wraps(fn)
-    def entry(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (LoadError, runner.BuildError, LockTimeout, FolderError) as e:
-            # A bare `raise` adds no frame (Python >= 3.11 takes the
-            # traceback from the exception): the caller's frame is its first.
-            e.__traceback__, e.__cause__, e.__suppress_context__ = None, None, True
-            raise
-    return entry
 
 
 class _Loaded:
@@ -93,7 +80,7 @@ def _file(path, what: str, name: str) -> str:
     return full
 
 
-def folder_key() -> str:
+def _folder_key() -> str:
     """`<python ABI>_torch<version>_<cpu|cuXY|rocmXY>_<compiler>`: two torch
     versions or builds, Pythons or compilers never share an object."""
     import torch
@@ -107,52 +94,16 @@ def folder_key() -> str:
     return f"{torch_flags.python_abi()}_torch{version}_{build}_{program}-{tag}"
 
 
-def build_folder(name: str, build_directory=None) -> str:
+def _build_folder(name: str, build_directory=None) -> str:
     if build_directory is not None:
         return os.path.abspath(os.fspath(build_directory))
-    return os.path.join(extensions_root(), name, folder_key())
+    return os.path.join(extensions_root(), name, _folder_key())
 
 
 def _root(build_directory) -> str:
     """The folder whose ownership is checked, with every folder below it
     (private_folder): the user's own build_directory=, else the cache's root."""
     return os.path.abspath(os.fspath(build_directory)) if build_directory is not None else extensions_root()
-
-
-def _op_namespace(native_functions: str) -> str:
-    with open(native_functions, encoding="utf-8", errors="replace") as f:
-        m = re.search(r"^\s*-?\s*func:\s*['\"]?(\w+)::", f.read(), re.M)
-    return m.group(1) if m else "aten"
-
-
-def _read(path: str):
-    """The bytes of a file of ours (never through a link), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        return f.read()
-
-
-def _write_if_changed(path: str, text: str) -> None:
-    data = text.encode("utf-8")
-    if _read(path) != data:
-        write_atomic(path, data, 0o600)
-
-
-def _publish(linked: str, library: str) -> None:
-    """A copy of the finished link, renamed into place: a process loading
-    `library` sees the old file or the new one, never a half-written one,
-    and a later link writing obj/ in place never changes the published file
-    (a hard link would share its bytes).  A link that never finished left
-    no `linked`: the SConstruct's database vouches for what is there
-    (unfinished_build)."""
-    data = _read(linked)
-    if data is None:
-        raise FileNotFoundError(2, "the link left no library", linked)
-    if _read(library) != data:
-        write_atomic(library, data, 0o700)
 
 
 def _build_and_load(request, folder, root, verbose, timeout, inline=None):
@@ -181,8 +132,10 @@ def _build_and_load(request, folder, root, verbose, timeout, inline=None):
             where = f" {e.filename}" if e.filename else ""
             raise FolderError(e.errno, f"{label}: cannot write{where}: {e.strerror}") from None
         digests = _digests(stamp_path)
+        # (read as the generator reads the file, which the build just accepted)
+        op_namespace = first_op_namespace(request.native_functions)
         torch.ops.load_library(library)
-    namespace = getattr(torch.ops, _op_namespace(request.native_functions))
+    namespace = getattr(torch.ops, op_namespace)
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace
 
@@ -196,19 +149,19 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
         ensure_private(os.path.dirname(path), folder, label)
         _write_if_changed(path, text)
     _write_if_changed(os.path.join(folder, SPEC), json.dumps(spec, indent=1, sort_keys=True))
-    if stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
+    if build_stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
         return
-    if stamp.outputs_differ(stamp_path):
+    if build_stamp.outputs_differ(stamp_path):
         # The library is not the one this folder built: nothing in it is
         # taken on trust, SCons checks every target against its database.
         unfinished_build.distrust(os.path.join(folder, unfinished_build.DATABASE))
-    stamp.clear_stamp(stamp_path)
+    build_stamp.clear_stamp(stamp_path)
     launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
     result = runner.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
                                  verbose=verbose, label=label, lock=lock)
     _publish(os.path.join(folder, "obj", f"{name}.so"), library)
     # obj/'s link too: a later key change that rebuilds nothing publishes it again
-    stamp.write_stamp(stamp_path, key, result.inputs_path,
+    build_stamp.write_stamp(stamp_path, key, result.inputs_path,
                       outputs=[library, os.path.join(folder, "obj", f"{name}.so")])
 
 
@@ -228,7 +181,7 @@ def _again(label, before, folder, key, stamp_path, timeout):
     same = False
     if folder == before.folder and key == before.key:
         with BuildLock(folder, timeout=timeout, label=label):
-            same = stamp.up_to_date(stamp_path, key) and _digests(stamp_path) == before.digests
+            same = build_stamp.up_to_date(stamp_path, key) and _digests(stamp_path) == before.digests
     if same:
         return before.namespace
     what = "its build folder" if folder != before.folder else \
@@ -238,44 +191,42 @@ def _again(label, before, folder, key, stamp_path, timeout):
                     "to build and load the new one")
 
 
-@_one_line_errors
-def load(name, native_functions, derivatives, sources=(), *, tags=None, includes=(), namespace=None,
-         python=True, kernels=True, unity="auto", extra_cflags=None, extra_cuda_cflags=None,
-         extra_ldflags=None, extra_include_paths=None, build_directory=None, verbose=False,
-         cuda="auto", pch="auto", timeout=None, cache_dir=None):
+@with_options_signature
+@one_line_errors
+def load(name, native_functions, derivatives, sources=(), **options):
     """Build (when needed) and load the extension `name`; return
     `torch.ops.<its op namespace>`.  Raises LoadError (bad arguments),
     runner.BuildError (a failed build: first error, log path),
-    lock.LockTimeout, lock.FolderError.
+    lock.LockTimeout, lock.FolderError: each an `autograd_scons.Error`.
+    The keywords (tags=, includes=, ..., cache_dir=) are LoadOptions'
+    (docs/load.md), shared with load_inline().
 
     `pch`: the precompiled prelude's policy, as at every entry point
     (docs/compile-layout.md): "auto" (default) for the edit TUs, and for a
     cold build's TUs only where enough of them take it to pay for the
     precompile (GCC and clang alike, each with its own threshold), shared
     per torch, compiler and flags.  True / False: every TU / none."""
+    o = LoadOptions.of("load", options)
     _check_name(name)
     request = LoadRequest.of(
         name, _file(native_functions, "native_functions", name), _file(derivatives, "derivatives", name),
         [_file(s, "source", name) for s in _words(sources, "sources", name)],
-        tags=_file(tags, "tags", name) if tags is not None else None, includes=includes, namespace=namespace,
-        python=python, kernels=kernels, unity=unity, pch=pch, extra_cflags=extra_cflags,
-        extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-        cuda=cuda, cache_dir=cache_dir)
-    return _build_and_load(request, build_folder(name, build_directory), _root(build_directory), verbose, timeout)
+        _file(o.tags, "tags", name) if o.tags is not None else None, o)
+    return _build_and_load(request, _build_folder(name, o.build_directory), _root(o.build_directory), o.verbose,
+                           o.timeout)
 
 
-@_one_line_errors
-def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), *, tags=None,
-                includes=(), namespace=None, python=True, kernels=True, unity="auto", extra_cflags=None,
-                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, build_directory=None,
-                verbose=False, cuda="auto", pch="auto", timeout=None, cache_dir=None):
+@with_options_signature
+@one_line_errors
+def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_sources=(), **options):
     """load() of texts: the yaml and the sources (a string or a list of
     strings each, joined into inline/main.cpp and inline/cuda.cu) are written
     into the build folder's inline/ only when they changed, so an unchanged
-    call is a no-op.  The other keywords are load()'s."""
+    call is a no-op.  The keywords are load()'s (`tags=`: a text here)."""
+    o = LoadOptions.of("load_inline", options)
     _check_name(name)
     texts = {"native_functions.yaml": ("native_functions", native_functions),
-             "derivatives.yaml": ("derivatives", derivatives), "tags.yaml": ("tags", tags),
+             "derivatives.yaml": ("derivatives", derivatives), "tags.yaml": ("tags", o.tags),
              "main.cpp": ("cpp_sources", cpp_sources), "cuda.cu": ("cuda_sources", cuda_sources)}
     inline = {}
     for file, (argument, text) in texts.items():
@@ -287,12 +238,8 @@ def load_inline(name, native_functions, derivatives, cpp_sources=(), cuda_source
             text = "\n".join(text)
         if text is not None and (text.strip() or not several):
             inline[f"inline/{file}"] = text
-    folder = build_folder(name, build_directory)
+    folder = _build_folder(name, o.build_directory)
     path = lambda file: os.path.join(folder, "inline", file) if f"inline/{file}" in inline else None  # noqa: E731
-    request = LoadRequest.of(
-        name, path("native_functions.yaml"), path("derivatives.yaml"),
-        [p for p in (path("main.cpp"), path("cuda.cu")) if p], tags=path("tags.yaml"), includes=includes,
-        namespace=namespace, python=python, kernels=kernels, unity=unity, pch=pch, extra_cflags=extra_cflags,
-        extra_cuda_cflags=extra_cuda_cflags, extra_ldflags=extra_ldflags, extra_include_paths=extra_include_paths,
-        cuda=cuda, cache_dir=cache_dir)
-    return _build_and_load(request, folder, _root(build_directory), verbose, timeout, inline=inline)
+    request = LoadRequest.of(name, path("native_functions.yaml"), path("derivatives.yaml"),
+                             [p for p in (path("main.cpp"), path("cuda.cu")) if p], path("tags.yaml"), o)
+    return _build_and_load(request, folder, _root(o.build_directory), o.verbose, o.timeout, inline=inline)

@@ -1,6 +1,6 @@
 # SConstruct of load() and load_inline() (autograd_scons.jit.loader), run by
 # runner.run_scons as `scons -f <this file>` in the build folder: not a
-# module to import.  It reads the load() call's request (jit/request.py,
+# module to import.  It reads the load() call's request (jit/load_request.py,
 # LoadRequest) from load_spec.json there and builds through the environment
 # `scons` uses (environment.py): the same tool, layout, precompiled prelude
 # policy, CacheDir, LAUNCHER and nvcc.
@@ -9,10 +9,10 @@
 import json
 import os
 
-from autograd_scons.buildenv import environment, runner, stamp
-from autograd_scons.codegen.report import report
-from autograd_scons.jit.request import LoadRequest
-from autograd_scons.tool import report as tool_report
+from autograd_scons.buildenv import environment, runner, build_stamp
+from autograd_scons.codegen.engine.update_report import report
+from autograd_scons.jit.load_request import LoadRequest
+from autograd_scons.tool import closing_report as tool_report
 
 DefaultEnvironment(tools=[])
 
@@ -45,11 +45,11 @@ if tool_report.REPORT.records:
     print(f"{runner.GENERATED_TAG}generated gen/: {report(tool_report.REPORT.records[-1].result)}",
           flush=True)
 lib = env.SharedLibrary(os.path.join("obj", request.name), objects, SHLIBPREFIX="")
-# The tool's and the generator's modules count as inputs: the package folder.
+# The tool's and the generator's modules count as inputs (build_stamp.tool_code_roots).
 package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
-stamp.record_inputs(lib, stamp.INPUTS,
+build_stamp.record_inputs(lib, build_stamp.INPUTS,
                      extra=["load_spec.json", os.path.join(package, "jit", "sconstruct.py")]
                      + [p for p in (request.functions.native_functions, request.functions.derivatives,
                                     request.functions.tags) if p],
-                     code_roots=[package])
+                     code_roots=build_stamp.tool_code_roots())
 Default(lib)

@@ -7,7 +7,9 @@ torch span a project builds under (torch_span.py), a wheel's variant
 (variant.py), `merge-wheels` (merge.py) and its manylinux tag from
 auditwheel (platform_tag.py).
 
-May import: the build environment (runner, lock, torch's flags).  The
-backend and the editable install share project.py; neither imports the
-other.
+May import: the build environment (runner, lock, torch's flags), and the
+generator's errors and lock; torch when run (`new` reads its version).
+Not SCons, the tool or load().  The backend and the editable install share
+project.py; neither imports the other.  tests/generator/test_import_cycles.py
+checks this.
 """

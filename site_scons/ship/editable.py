@@ -31,23 +31,23 @@ import sys
 def rebuild(project, build, args, label):
     """Bring `<project>/<build>` up to date; ImportError when the build
     fails.  Returns True when SCons ran."""
-    from autograd_scons.buildenv import runner, stamp
+    from autograd_scons.buildenv import runner, build_stamp
     from autograd_scons.ship.project import EDITABLE_STAMP, stamp_key
     folder = os.path.join(project, build)
     stamp_path = os.path.join(folder, EDITABLE_STAMP)
     key = stamp_key(args)
-    if stamp.up_to_date(stamp_path, key):
+    if build_stamp.up_to_date(stamp_path, key):
         return False
     from autograd_scons.buildenv.runner import BuildError
     from autograd_scons.ship.project import (ProjectBuild, build_project, distrust_a_changed_library,
                                              write_editable_stamp)
-    from autograd_scons.codegen.lock import BuildLock
+    from autograd_scons.codegen.engine.lock import BuildLock
     try:
         with BuildLock(folder, label=label) as lock:
-            if stamp.up_to_date(stamp_path, key):  # built meanwhile by whoever held the lock
+            if build_stamp.up_to_date(stamp_path, key):  # built meanwhile by whoever held the lock
                 return False
             distrust_a_changed_library(folder)
-            stamp.clear_stamp(stamp_path)
+            build_stamp.clear_stamp(stamp_path)
             print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, runner.LOG)})", file=sys.stderr)
             build_project(ProjectBuild.from_args(project, build, args), os.path.join(folder, runner.LOG), lock,
                           quiet=True, label=label)

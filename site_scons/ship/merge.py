@@ -26,10 +26,11 @@ import sys
 import tempfile
 import zipfile
 
+from autograd_scons.codegen.errors import Error
 from autograd_scons.ship import platform_tag, torch_span, variant, wheel_files
 
 
-class MergeError(ValueError):
+class MergeError(Error, ValueError):
     """One line (`str()`)."""
 
 
@@ -169,8 +170,10 @@ def merge(paths, outdir, plat="auto"):
     files, dist_info, py = merged_contents(wheels)
     dist = f"{wheels[0]['name'][0]}-{wheels[0]['name'][1]}"
     linux = _platform(wheels)
-    if not os.path.isdir(outdir):
-        raise MergeError(f"{outdir}: no such folder")
+    try:  # (every input checked first: a refused merge leaves no folder behind)
+        os.makedirs(outdir, exist_ok=True)   # as `pip wheel -w` and `python -m build -o` do
+    except OSError as e:
+        raise MergeError(f"{outdir}: cannot make the output folder: {e.strerror}") from None
     tag = f"{py}-{linux}"
     if plat != "linux":
         with tempfile.TemporaryDirectory(prefix=".merge-", dir=outdir) as tmp:
@@ -192,7 +195,7 @@ def merge(paths, outdir, plat="auto"):
 def add_command(sub) -> None:
     """`merge-wheels`, on `sub` (an argparse subparsers action)."""
     p = sub.add_parser("merge-wheels", help="merge variant wheels (one per torch minor and build) into one")
-    p.add_argument("-o", "--outdir", required=True, help="folder the merged wheel is written into")
+    p.add_argument("-o", "--outdir", required=True, help="folder the merged wheel is written into (made if missing)")
     p.add_argument("--plat", default="auto",
                    help="auto (default: the manylinux tag auditwheel confirms), linux (keep linux_<arch>), "
                         "or the manylinux tag expected")

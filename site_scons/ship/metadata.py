@@ -81,8 +81,9 @@ def _normalized(name: str) -> str:
 
 
 def _file_text(project: str, rel: str, key: str, path: str) -> str:
-    full = os.path.normpath(os.path.join(project, rel))
-    if os.path.isabs(rel) or not full.startswith(os.path.normpath(project) + os.sep) or os.path.islink(full):
+    root = os.path.abspath(project)   # (the hooks pass "."; normpath would drop its "./")
+    full = os.path.normpath(os.path.join(root, rel))
+    if os.path.isabs(rel) or not full.startswith(root + os.sep) or os.path.islink(full):
         raise BuildError(f"{path}: [project] {key} file {rel!r} is not a file inside the project")
     try:
         with open(full, encoding="utf-8") as f:
@@ -132,7 +133,7 @@ def _field(name: str, text: str) -> str:
     return "\n".join([f"{name}: {lines[0]}"] + [f"        {line}" for line in lines[1:]])
 
 
-def _people(people) -> list[str]:
+def _people(people) -> tuple[list[str], list[str]]:
     named = [p["name"] for p in people if "email" not in p]
     emails = [f"{p['name']} <{p['email']}>" if "name" in p else p["email"] for p in people if "email" in p]
     return ([", ".join(named)] if named else []), ([", ".join(emails)] if emails else [])

@@ -88,7 +88,7 @@ def template_files(cuda):
 def check_name(name):
     """SystemExit (one line) unless `name` can name the package, the
     distribution and the operators' namespace."""
-    if len(name) > MAX_NAME:  # (it also names files: `.NAME-xxxxxxxx`, `tests/test_NAME_cuda.py`...)
+    if len(name) > MAX_NAME:  # (it also names files: `.NAME-xxxxxxxx`, `<project>/tests/test_NAME_cuda.py`...)
         raise SystemExit(f"autograd_scons new: a name of {len(name)} characters is longer than {MAX_NAME}: "
                          "choose a shorter one")
     if not name.isidentifier() or keyword.iskeyword(name) or not name.isascii():

@@ -19,11 +19,13 @@ import json
 import subprocess
 import sys
 
+from autograd_scons.codegen.errors import Error
+
 # Libraries torch's wheels (and the nvidia-* wheels they require) provide.
 TORCH_LIBS = ("libtorch*.so*", "libc10*.so*", "libshm*.so*", "libcudart.so.*", "libgomp*.so*")
 
 
-class TagError(ValueError):
+class TagError(Error, ValueError):
     """One line (`str()`)."""
 
 

@@ -5,7 +5,7 @@ isolated one has only build-system.requires).
 
 A project states its span once, in build-system.requires
 (`torch>=2.13,<2.15`, what `new` writes); each variant wheel still pins the
-minor it was built with (`torch==2.13.*`, build_meta.requires), and a
+minor it was built with (`torch==2.13.*`, build_meta._requires), and a
 merged wheel requires exactly the minors it carries (`requires_for`).
 
     contains(">=2.13,<2.15", "2.14.1+cu130")  -> True
@@ -14,12 +14,14 @@ merged wheel requires exactly the minors it carries (`requires_for`).
 
 import re
 
+from autograd_scons.codegen.errors import Error
+
 # The clauses this module reads itself: what `new`, build_meta and the
 # merge write, and what an author most likely writes by hand.
 _CLAUSE = re.compile(r"(>=|<=|<|>|==|!=)\s*(\d+(?:\.\d+)*)(\.\*)?")
 
 
-class BadSpan(ValueError):
+class BadSpan(Error, ValueError):
     """A specifier this module cannot read: one line (`str()`)."""
 
 

@@ -15,6 +15,8 @@ import tarfile
 import time
 import zipfile
 
+from autograd_scons.codegen.errors import Error
+
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 # PEP 508's distribution name, with both cases spelled out: under
@@ -29,7 +31,7 @@ _CANONICAL_VERSION = re.compile(
     rf"(?:\+(?:{_NUMBER}|[a-z0-9]*[a-z][a-z0-9]*)(?:\.(?:{_NUMBER}|[a-z0-9]*[a-z][a-z0-9]*))*)?")
 
 
-class UnsafePath(ValueError):
+class UnsafePath(Error, ValueError):
     """An archive member or a project file that would reach outside the
     archive's root or the project: one line (`str()`)."""
 

@@ -1,5 +1,5 @@
 """The SCons tool `autograd_functions` (`env.Tool("autograd_functions")`):
 SCons finds tools as files in a site_tools/ folder, so this file names the
-real one, autograd_scons.tool.functions, where its documentation is."""
+real one, autograd_scons.tool.builders, where its documentation is."""
 
-from autograd_scons.tool.functions import AutogradFunctions, AutogradLibrary, exists, generate  # noqa: F401
+from autograd_scons.tool.builders import AutogradFunctions, AutogradLibrary, exists, generate  # noqa: F401

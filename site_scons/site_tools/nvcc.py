@@ -1,5 +1,5 @@
 """The SCons tool `nvcc` (`env.Tool("nvcc")`): SCons finds tools as files in
 a site_tools/ folder, so this file names the real one,
-autograd_scons.tool.nvcc, where its documentation is."""
+autograd_scons.tool.cuda_objects, where its documentation is."""
 
-from autograd_scons.tool.nvcc import exists, generate  # noqa: F401
+from autograd_scons.tool.cuda_objects import exists, generate  # noqa: F401

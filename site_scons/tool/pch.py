@@ -1,7 +1,7 @@
 """The autograd_functions tool's precompiled prelude (GCC's .gch, clang's .pch).
 
 Where `$AUTOGRAD_PRELUDE_DIR` is set (the build environment sets it for
-`scons`, load() and the backend: buildenv/prelude.py), the TUs take the
+`scons`, load() and the backend: buildenv/environment.py), the TUs take the
 shared prelude: torch's headers alone, precompiled once per torch,
 compiler and flags in `$AUTOGRAD_PRELUDE_DIR/<key>/`, by whichever build
 needs it first, under that folder's lock; a build that finds it there
@@ -16,7 +16,7 @@ from is in every object's own signature already (the same command line,
 the prelude headers found by the scanner, or the shared key in the path),
 plus $AUTOGRAD_PCH_KEY (a stamp of the installed torch, whose headers
 SCons does not scan) as a Value.  Under clang it is built with
-`-fpch-instantiate-templates` (buildenv/prelude.py says why).
+`-fpch-instantiate-templates` (pch_compilers.py says why).
 """
 
 import os
@@ -27,11 +27,11 @@ import SCons.Script
 import SCons.Subst
 import SCons.Tool
 
-from autograd_scons.buildenv import prelude
 from autograd_scons.buildenv.private_folder import ensure as ensure_private
-from autograd_scons.codegen.lock import BuildLock
+from autograd_scons.codegen.engine.lock import BuildLock
 from autograd_scons.codegen.tree import BANNER, PCH_HEADER, PRELUDE_IMPL_H
-from autograd_scons.codegen.writer import write_atomic, write_files
+from autograd_scons.codegen.engine.writer import write_atomic, write_files
+from autograd_scons.tool import pch_compilers
 
 PCHCOM = ("$( $AUTOGRAD_LAUNCHER $) $SHCXX -o $TARGET -x c++-header $_AUTOGRAD_PRECOMPILE_FLAGS "
           "-c $SHCXXFLAGS $SHCCFLAGS $_CCCOMCOM $SOURCE")
@@ -40,7 +40,7 @@ _TEXT = f"""{BANNER}
 #include "{PRELUDE_IMPL_H}"
 """
 # output folder -> the formula helpers it was generated with (functions._generate)
-INCLUDES = {}
+INCLUDES: dict = {}
 
 
 def never_run(target, source, env):
@@ -48,7 +48,7 @@ def never_run(target, source, env):
 
 
 def compiler_family(env):
-    return prelude.family(env.subst("$SHCXX"))
+    return pch_compilers.family(env.subst("$SHCXX"))
 
 
 def _local(env, out, no_duplicate):
@@ -60,29 +60,29 @@ def _local(env, out, no_duplicate):
         # `-n` on a fresh tree: shown as generated, as the edit TUs are.
         env.Command(header, [], SCons.Action.Action(never_run, "would generate $TARGET"))
     fam = compiler_family(env)
-    gch = env.Command(no_duplicate(out.File(PCH_HEADER + prelude.suffix(fam))), header,
+    gch = env.Command(no_duplicate(out.File(PCH_HEADER + pch_compilers.suffix(fam))), header,
                       SCons.Action.Action(PCHCOM, "$AUTOGRAD_PCHCOMSTR"), source_scanner=SCons.Tool.CScanner,
-                      _AUTOGRAD_PRECOMPILE_FLAGS=prelude.precompile_flags(fam))
+                      _AUTOGRAD_PRECOMPILE_FLAGS=pch_compilers.precompile_flags(fam))
     env.Clean(gch, header)
     return gch, header.path
 
 
 def _shared_env(env):
     """The TUs' flags less the extension's own: its include paths and name."""
-    return env.Clone(CPPPATH=[], CPPDEFINES=prelude.without_extension_define(env.get("CPPDEFINES", [])),
-                     _AUTOGRAD_PRECOMPILE_FLAGS=prelude.precompile_flags(compiler_family(env)))
+    return env.Clone(CPPPATH=[], CPPDEFINES=pch_compilers.without_extension_define(env.get("CPPDEFINES", [])),
+                     _AUTOGRAD_PRECOMPILE_FLAGS=pch_compilers.precompile_flags(compiler_family(env)))
 
 
 def _shared(env, out):
     """(precompiled node, header path) of the shared prelude."""
     penv = _shared_env(env)
-    text = prelude.shared_text(BANNER, INCLUDES.get(out.abspath, ()))
+    text = pch_compilers.shared_text(BANNER, INCLUDES.get(out.abspath, ()))
     command = penv.subst(PCHCOM.replace("$TARGET", "OUT").replace("$SOURCE", "IN"), SCons.Subst.SUBST_SIG)
     words = penv.subst("$SHCXX").split()
     compiler = os.path.realpath(env.WhereIs(words[0]) or words[0]) if words else ""
     root = os.path.abspath(env.subst("$AUTOGRAD_PRELUDE_DIR"))
-    folder = os.path.join(root, prelude.key(text, command, compiler, env.subst("$AUTOGRAD_PCH_KEY")))
-    header = os.path.join(folder, prelude.SHARED_HEADER)
+    folder = os.path.join(root, pch_compilers.key(text, command, compiler, env.subst("$AUTOGRAD_PCH_KEY")))
+    header = os.path.join(folder, pch_compilers.SHARED_HEADER)
     fam = compiler_family(env)
     if not (SCons.Script.GetOption("no_exec") or SCons.Script.GetOption("clean")):
         try:
@@ -90,7 +90,7 @@ def _shared(env, out):
         except OSError as e:  # FolderError: its one line, not a traceback
             sys.stderr.write(f"scons: *** {e}\n")
             SCons.Script.Exit(2)
-    target = env.File(header + prelude.suffix(fam))
+    target = env.File(header + pch_compilers.suffix(fam))
 
     def build(target, source, env):
         return _build_shared(penv, target[0].abspath, header, text)
@@ -147,7 +147,7 @@ def pch_objects(env, out, sources, no_duplicate):
     # with `env` were built with the override's flags too (nvcc refused
     # -Winvalid-pch).
     oenv = env.Clone(_CCCOMCOM=env["_CCCOMCOM"] + " $_AUTOGRAD_PCH_FLAGS",
-                     _AUTOGRAD_PCH_FLAGS=prelude.use_flags(compiler_family(env), header))
+                     _AUTOGRAD_PCH_FLAGS=pch_compilers.use_flags(compiler_family(env), header))
     objects = oenv.SharedObject(sources)
     env.Depends(objects, key)
     env.Requires(objects, gch)

@@ -28,7 +28,7 @@ import dataclasses, os, runpy
 # The checkout's own package, as SCons's site_init.py registers it (not one
 # installed from elsewhere, whose generator version would differ).
 runpy.run_path(os.path.join(os.getcwd(), "site_scons", "site_init.py"))
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 _unit_key = incremental.unit_key
 def unit_key(unit, options, generator):
     k = _unit_key(unit, options, generator)

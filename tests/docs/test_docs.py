@@ -83,6 +83,79 @@ def test_every_path_named_exists(page):
     assert not missing, f"{os.path.relpath(page, REPO)} names paths that do not exist: {missing}"
 
 
+# A Python file named bare (`runner.py`): one of this checkout's, or one of these.
+PY_NAME = re.compile(r"(?<![\w./<>-])([\w-]+\.py)\b")
+EXTERNAL_PY = {
+    "gen_autograd_functions.py",   # torchgen's, the reference
+    "api.py",                      # enscons's, the backend compared with (docs/shipping.md)
+    "_myops_editable.py",          # what the editable install writes into site-packages
+    "train.py", "test_my_op.py",   # a user's programs, in examples of run-patched
+}
+
+
+def checkout_files():
+    return subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout.split()
+
+
+def stale_names(text, basenames):
+    """Repository paths that do not exist, and bare Python file names that are
+    none of the checkout's (nor EXTERNAL_PY), in `text`."""
+    paths = {p for p in REPO_PATH.findall(text)
+             if not glob.glob(os.path.join(REPO, p.rstrip("."))) and not re.search(r"[<*]", p)}
+    names = {n for n in PY_NAME.findall(text) if n not in basenames and n not in EXTERNAL_PY}
+    return sorted(paths | names)
+
+
+def comments_of(path):
+    """(line, text) of a Python file's comments and docstrings."""
+    import ast
+    import io
+    import tokenize
+    text = read(path)
+    found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)
+             if t.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(text, path)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None:
+                found.append((node.body[0].lineno, doc))
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, REPO))
+def test_every_python_file_named_bare_exists(page):
+    stale = stale_names(uncommented(read(page)), {os.path.basename(f) for f in checkout_files()})
+    assert not stale, f"{os.path.relpath(page, REPO)} names files that do not exist: {stale}"
+
+
+def test_code_comments_and_setup_cfg_name_only_files_that_exist():
+    """The comments and docstrings of codegen/, site_scons/, tests/ and
+    benchmarks/, and setup.cfg's comments, name paths and Python files that
+    exist: a module moved or renamed leaves no stale name behind."""
+    files = checkout_files()
+    basenames = {os.path.basename(f) for f in files}
+    stale = []
+    for rel in files:
+        full = os.path.join(REPO, rel)
+        if rel.endswith(".py") and rel.startswith(("codegen/", "site_scons/", "tests/", "benchmarks/")) \
+                and not os.path.islink(full) and os.path.isfile(full):
+            stale += [f"{rel}:{line}: {n}" for line, text in comments_of(full) for n in stale_names(text, basenames)]
+    for i, line in enumerate(read(os.path.join(REPO, "setup.cfg")).splitlines(), 1):
+        if line.lstrip().startswith(("#", ";")):
+            stale += [f"setup.cfg:{i}: {n}" for n in stale_names(line, basenames)]
+    assert not stale, "stale names in comments: " + "; ".join(stale)
+
+
+def test_a_stale_name_is_found():
+    """The check can fail: the shapes the issue found (a moved module by path,
+    a removed one by its bare name)."""
+    basenames = {os.path.basename(f) for f in checkout_files()}
+    assert stale_names("# (site_scons/cuda_flags.py defines it)", basenames) == ["site_scons/cuda_flags.py"]
+    assert stale_names("# the SConstruct (load_sconstruct.py)", basenames) == ["load_sconstruct.py"]
+    assert stale_names("# site_scons/buildenv/cuda_flags.py, runner.py, gen_autograd_functions.py", basenames) == []
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, REPO))
 def test_the_docs_say_behaviour_not_test_function_names(page):
     named = re.findall(r"::test_\w+|\btest_\w+\*", read(page))

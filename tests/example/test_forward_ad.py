@@ -10,7 +10,7 @@ forward formula naming what does not exist (no compiler needed)."""
 import pytest
 
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.units import load_units
+from autograd_scons.codegen.engine.units import load_units
 from autograd_scons.codegen.emit.options import EmitOptions
 
 from support import example_build

@@ -11,7 +11,7 @@ import pytest
 from autograd_scons.__main__ import main
 from autograd_scons.codegen.emit.kernels import kernel_units, render_kernel
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.load_derivatives import infos_from_specs, load_specs
+from autograd_scons.codegen.spec.load_derivatives import infos_from_specs, load_specs
 
 OPTS = EmitOptions(namespace="nbx::autograd")
 
@@ -103,9 +103,9 @@ def test_formula_for_an_argument_without_gradient_is_one_located_error(tmp_path,
 
 
 def test_report_and_explain_name_the_inputs_checked_at_run_time(tmp_path, capsys):
-    from autograd_scons.codegen import incremental
-    from autograd_scons.codegen.incremental import Request
-    from autograd_scons.codegen.report import explain, report
+    from autograd_scons.codegen.engine import incremental
+    from autograd_scons.codegen.engine.incremental import Request
+    from autograd_scons.codegen.engine.update_report import explain, report
     (tmp_path / "nf.yaml").write_text("- func: nbx::mm2(Tensor a, Tensor b) -> Tensor\n")
     (tmp_path / "d.yaml").write_text("- name: mm2(Tensor a, Tensor b) -> Tensor\n  a: grad * b\n")
     r = incremental.update(str(tmp_path / "gen"), str(tmp_path / "nf.yaml"), str(tmp_path / "d.yaml"), None,
@@ -116,7 +116,7 @@ def test_report_and_explain_name_the_inputs_checked_at_run_time(tmp_path, capsys
 
 
 def test_kernel_no_object_defines_is_one_located_line(tmp_path):
-    from autograd_scons.codegen.kernel_check import missing_kernels
+    from autograd_scons.codegen.engine.kernel_check import missing_kernels
     native = ("- func: extension_cpp::mul2(Tensor a) -> Tensor\n"
               "  dispatch:\n    CPU: mul2_cpu\n"
               "- func: extension_cpp::neg2(Tensor self) -> Tensor\n")

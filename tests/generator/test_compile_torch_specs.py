@@ -12,7 +12,7 @@ from support import cxx
 from support.torchgen_reference import real_spec_paths
 
 from autograd_scons.codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
-from autograd_scons.codegen.incremental import Request, update
+from autograd_scons.codegen.engine.incremental import Request, update
 
 
 BUCKETS = 4

@@ -10,7 +10,7 @@ from autograd_scons.codegen.api.cpp import (OPTIONAL_TENSOR, OPTIONAL_TENSOR_LIS
                              ListCType, MutRefCType, OptionalCType, VectorCType, argument_type, boolT, doubleT,
                              intArrayRefT, iTensorListRefT, longT, return_type, scalarT, stringViewT, symIntT,
                              tensorListT, tensorT, _BY_VALUE)
-from autograd_scons.codegen.model import BASE_TYPES, FunctionSchema
+from autograd_scons.codegen.api.model import BASE_TYPES, FunctionSchema
 
 from support.spec_facts import torch_specs
 

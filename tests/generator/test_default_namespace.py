@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.incremental import Request
+from autograd_scons.codegen.engine.incremental import Request
 from support.scenarios import TINY
 
 

@@ -10,15 +10,17 @@ are left out, as they never run.  `from pkg import name` counts as an
 import of `pkg.name` when that is a module, else of `pkg`.  Relative imports
 are resolved against the module's package, as Python resolves them.  Each
 module is named as it is installed (`autograd_scons.ship.editable`,
-`autograd_scons.codegen.incremental`): every import in the project uses
+`autograd_scons.codegen.engine.incremental`): every import in the project uses
 those names.
 """
 
 from __future__ import annotations
 
 import ast
-import sys
+import fnmatch
+import functools
 import os
+import sys
 
 from support.spec_facts import REPO
 
@@ -28,7 +30,7 @@ def _modules() -> dict[str, str]:
     found = {}
     for folder_name, package in (("site_scons", "autograd_scons"), ("codegen", "autograd_scons.codegen")):
         top = os.path.join(REPO, folder_name)
-        for folder, subdirs, names in os.walk(top):   # (site_scons/codegen, a link, is not followed)
+        for folder, subdirs, names in os.walk(top):
             rel_folder = os.path.relpath(folder, top)
             # ship/templates/ holds a new project's files, not modules of the package
             subdirs[:] = [d for d in subdirs if d != "__pycache__"
@@ -41,17 +43,10 @@ def _modules() -> dict[str, str]:
     return found
 
 
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """ids of the import nodes under `if TYPE_CHECKING:`."""
-    skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    return skip
-
-
-def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
-    """The modules of `modules` that module `name` (at `path`) imports."""
+@functools.lru_cache(maxsize=None)   # (the cycle and layer checks read each module once)
+def _imported_names(name: str, path: str) -> tuple[str, ...]:
+    """Every module name `name` (at `path`) imports, absolute, as written
+    (relative imports resolved; `from a import b` as `a.b`)."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
@@ -68,7 +63,23 @@ def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
                 base = ".".join(parts + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
-            wanted += [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            wanted += [f"{base}.{a.name}" for a in node.names]
+    return tuple(wanted)
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the import nodes under `if TYPE_CHECKING:`."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return skip
+
+
+def imports_of(name: str, path: str, modules: dict[str, str]) -> set[str]:
+    """The modules of `modules` that module `name` (at `path`) imports."""
+    wanted = [w if w in modules else w.rpartition(".")[0] if "." in w and w.rpartition(".")[0] else w
+              for w in _imported_names(name, path)]
     found = set()
     for w in wanted:
         while w and w not in modules:   # `import a.b.c` imports a.b.c, or the nearest module of ours above
@@ -118,9 +129,9 @@ def test_no_import_cycle():
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
     # The graph is the real one: the tool imports the generator and its own
     # modules, relative imports inside the generator are seen.
-    assert {"autograd_scons.codegen.incremental", "autograd_scons.tool.report"} <= \
-        graph["autograd_scons.tool.functions"]
-    assert "autograd_scons.codegen.tree" in graph["autograd_scons.codegen.writer"]   # `from .tree import`
+    assert {"autograd_scons.codegen.engine.incremental", "autograd_scons.tool.closing_report"} <= \
+        graph["autograd_scons.tool.builders"]
+    assert "autograd_scons.codegen.tree" in graph["autograd_scons.codegen.engine.writer"]   # `from .tree import`
     assert cycles(graph) == []
 
 
@@ -152,3 +163,104 @@ def test_a_cycle_through_relative_imports_is_found(tmp_path, monkeypatch):
     assert set(modules) == {"autograd_scons", "autograd_scons.build_meta", "autograd_scons.ship.editable"}
     graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
     assert cycles(graph) == [["autograd_scons.build_meta", "autograd_scons.ship.editable"]]
+
+
+# ------------------------------------------------------------------ layers
+
+# Who may import whom: each row is what a package's docstring says it may
+# import (codegen/__init__.py, site_scons/*/__init__.py, the top modules'
+# own docstrings).  A module takes the first row whose pattern (fnmatch, over
+# installed names) matches it; it may import the modules its row's
+# `may_import` patterns match, and none of the `not_external` top-level
+# packages.  Moving a module is a change of the patterns here, nothing else.
+_SHARED = ["autograd_scons.codegen.errors", "autograd_scons.codegen.engine.lock",   # the build folders' machinery,
+           "autograd_scons.buildenv.private_folder"]                         # below every layer
+# What every stage of the generator may import besides the stages before it.
+_GENERATOR_BASE = ["autograd_scons.codegen", "autograd_scons.codegen.errors", "autograd_scons.codegen.tree"]
+LAYERS = [
+    # (modules, may import, not external)
+    ("autograd_scons.buildenv.private_folder", ["autograd_scons.codegen.errors", "autograd_scons.codegen.engine.lock"], ()),
+    # the generator's stages, each on those before it (codegen/__init__.py)
+    ("autograd_scons.codegen.api*", ["autograd_scons.codegen.api*", *_GENERATOR_BASE], ("SCons", "torch")),
+    ("autograd_scons.codegen.spec*", ["autograd_scons.codegen.spec*", "autograd_scons.codegen.api*",
+                                      *_GENERATOR_BASE], ("SCons", "torch")),
+    ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.spec*",
+                                      "autograd_scons.codegen.api*", "autograd_scons.codegen.templates",
+                                      *_GENERATOR_BASE], ("SCons", "torch")),
+    ("autograd_scons.codegen.templates", [], ("SCons", "torch")),
+    ("autograd_scons.codegen.tree", [], ("SCons", "torch")),
+    ("autograd_scons.codegen.errors", [], ("SCons", "torch")),
+    ("autograd_scons.codegen*", ["autograd_scons.codegen*"], ("SCons", "torch")),
+    ("autograd_scons.tool*", ["autograd_scons.tool*", "autograd_scons.codegen*", *_SHARED], ("torch",)),
+    ("autograd_scons.buildenv*", ["autograd_scons.buildenv*", "autograd_scons.tool*", "autograd_scons.codegen*"],
+     ("torch",)),
+    ("autograd_scons.jit.sconstruct", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*",
+                                       "autograd_scons.tool.closing_report"], ()),
+    ("autograd_scons.jit*", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ("SCons",)),
+    ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", *_SHARED], ("SCons",)),
+    ("autograd_scons.torch_patch.patch_sconstruct", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*",
+                                                     "autograd_scons.codegen*", "autograd_scons.tool.closing_report"], ()),
+    ("autograd_scons.torch_patch*", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*", "autograd_scons.codegen*"],
+     ("SCons",)),
+    # the PEP 517 backend, on shipping; a project's SConstruct API, on the build environment
+    ("autograd_scons.build_meta", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.extension",
+                                   *_SHARED], ("SCons",)),
+    ("autograd_scons.extension", ["autograd_scons", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ()),
+    ("autograd_scons.__main__", ["autograd_scons.codegen*", "autograd_scons.ship*", "autograd_scons.torch_patch*"], ()),
+    ("autograd_scons.site_tools.*", ["autograd_scons.tool*"], ()),
+    ("autograd_scons.site_init", [], ()),
+    # the old top-level names (moved_names.py): it imports their new places by name, on first use
+    ("autograd_scons.moved_names", [], ("SCons", "torch")),
+    ("autograd_scons", ["autograd_scons.codegen.errors", "autograd_scons.jit*", "autograd_scons.torch_patch.run",
+                        "autograd_scons.moved_names"], ()),
+]
+
+
+def _row(module: str):
+    return next((row for row in LAYERS if fnmatch.fnmatchcase(module, row[0])), None)
+
+
+def layer_violations(modules: dict[str, str]) -> list[str]:
+    """Every import outside the matrix, as `module -> imported`; a module no
+    row covers is one too."""
+    bad = []
+    for m, path in sorted(modules.items()):
+        row = _row(m)
+        if row is None:
+            bad.append(f"{m}: no row in LAYERS")
+            continue
+        for w in sorted(imports_of(m, path, modules)):
+            if not any(fnmatch.fnmatchcase(w, p) for p in row[1]):
+                bad.append(f"{m} -> {w}")
+        for w in sorted({n.split(".")[0] for n in _imported_names(m, path)} & set(row[2])):
+            bad.append(f"{m} -> {w}")
+    return bad
+
+
+def test_every_import_is_one_the_layers_allow():
+    assert layer_violations(_modules()) == []
+
+
+def test_an_upward_import_is_found(tmp_path, monkeypatch):
+    """The check can fail: the tool importing the build environment (as
+    tool/pch.py once did), the generator importing SCons or the tool, and a
+    stage of the generator importing a later one (parsing the engine)."""
+    for folder in ("site_scons/tool", "site_scons/buildenv", "codegen/spec", "codegen/engine"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "site_scons" / "__init__.py").write_text("")
+    (tmp_path / "site_scons" / "buildenv" / "prelude_folders.py").write_text("")
+    (tmp_path / "site_scons" / "buildenv" / "private_folder.py").write_text("")
+    (tmp_path / "site_scons" / "tool" / "pch.py").write_text(
+        "from autograd_scons.buildenv import prelude_folders\n"
+        "from autograd_scons.buildenv.private_folder import ensure\n")
+    (tmp_path / "codegen" / "cli.py").write_text("import SCons.Script\ndef f():\n    from autograd_scons.tool import pch\n")
+    for stage in ("spec", "engine"):
+        (tmp_path / "codegen" / stage / "__init__.py").write_text("")
+    (tmp_path / "codegen" / "engine" / "writer.py").write_text("")
+    (tmp_path / "codegen" / "spec" / "native_cache.py").write_text("from ..engine.writer import write_atomic\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
+    assert layer_violations(_modules()) == ["autograd_scons.codegen.cli -> autograd_scons.tool.pch",
+                                            "autograd_scons.codegen.cli -> SCons",
+                                            "autograd_scons.codegen.spec.native_cache -> "
+                                            "autograd_scons.codegen.engine.writer",
+                                            "autograd_scons.tool.pch -> autograd_scons.buildenv.prelude_folders"]

@@ -4,6 +4,7 @@ text of their own (no doubled braces)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -52,20 +53,89 @@ def test_every_template_is_used_by_the_generator():
     assert template_files() and unused == []
 
 
+# A whole C++ line: a statement, a block's opening or closing, a preprocessor line.
+_CXX_LINE = re.compile(r"^\s*(#\s*\w+\b.*|.*;\s*|.*\{\s*|\}.*)$")
+
+
+def _fixed_text(node: ast.AST):
+    """The text of a string with no computed part (a literal, or an f-string
+    without a placeholder), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and not any(isinstance(v, ast.FormattedValue) for v in node.values):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+    return None
+
+
+def _list_operands(node: ast.AST) -> list:
+    """The list displays of a `+` chain (`["a;"] + xs + ["}"]`), or of one list."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _list_operands(node.left) + _list_operands(node.right)
+    return [node] if isinstance(node, (ast.List, ast.Tuple)) else []
+
+
+def fixed_cxx(source: str, name: str) -> list[str]:
+    """Where `source` (an emitter) spells fixed C++ itself: doubled braces
+    (C++ in a format string), an f-string with no placeholder, and two or
+    more fixed C++ lines in one list or `+` chain of lists (a block that
+    belongs in a template file)."""
+    found = [f"{name}:{i}: doubled braces" for i, line in enumerate(source.splitlines(), 1)
+             if re.search(r"\{\{|\}\}", line)]
+    tree = ast.parse(source, name)
+    inner = {id(n) for node in ast.walk(tree) if isinstance(node, ast.BinOp) for n in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and _fixed_text(node) is not None:
+            found.append(f"{name}:{node.lineno}: an f-string with no placeholder")
+        if id(node) in inner or not _list_operands(node):
+            continue
+        lines = [t for lst in _list_operands(node) for e in lst.elts
+                 if (t := _fixed_text(e)) is not None and _CXX_LINE.match(t)]
+        if len(lines) >= 2:
+            found.append(f"{name}:{node.lineno}: fixed C++ lines {lines[:3]}")
+    return found
+
+
 def test_no_fixed_cxx_in_the_emitters():
-    """Doubled braces are C++ text spelled in a Python format string."""
     emit = os.path.join(REPO, "codegen", "emit")
     found = []
     for n in sorted(os.listdir(emit)):
         if n.endswith(".py"):
             with open(os.path.join(emit, n), encoding="utf-8") as f:
-                found += [f"{n}:{i}" for i, line in enumerate(f, 1) if re.search(r"\{\{|\}\}", line)]
+                found += fixed_cxx(f.read(), n)
     assert found == []
 
 
+@pytest.mark.parametrize("source", [
+    'x = f"int {{a}};"\n',
+    'call = [f"static auto op = c10::Dispatcher::singleton()", f"    .typed<{sig}>();"]\n',
+    'out = ["{", "  at::AutoDispatchBelowADInplaceOrView guard;", f"  op.call({args});", "}"]\n',
+    'out = ["if (_any_has_fw_grad) {"] + ["  " + b for b in body] + ["}"]\n',
+    'INCLUDE = ["#include AGF_DERIVATIVE_LINES_H", "#endif"]\n',
+])
+def test_fixed_cxx_is_found(source):
+    """The check can fail: each shape the emitters once had is caught."""
+    assert fixed_cxx(source, "e.py")
+
+
+def test_computed_lines_are_not_fixed_cxx():
+    assert fixed_cxx('out = [f"auto& {r} = _result;" for r in rs] + [f"return {x};", "}"]\n'
+                     'y = load("op.cpp").lines(args=", ".join(names))\n', "e.py") == []
+
+
+# The generator copied to the current folder, registered under its one name.
+_COPY_AS_THE_GENERATOR = """
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location("autograd_scons.codegen", os.path.abspath("codegen/__init__.py"),
+                                              submodule_search_locations=[os.path.abspath("codegen")])
+sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sys.modules[spec.name])
+from autograd_scons.codegen.engine.keys import generator_version
+print(generator_version())
+"""
+
+
 def _version(root: str) -> str:
-    return subprocess.run([sys.executable, "-c", "from codegen.keys import generator_version; "
-                           "print(generator_version())"], cwd=root, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", _COPY_AS_THE_GENERATOR], cwd=root, capture_output=True, text=True,
                           check=True).stdout.strip()
 
 

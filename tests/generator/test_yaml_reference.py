@@ -13,7 +13,7 @@ import pytest
 
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.units import load_units
+from autograd_scons.codegen.engine.units import load_units
 from support.spec_facts import REPO, example_ops
 
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "yaml_ref")

@@ -12,11 +12,11 @@ import pytest
 from autograd_scons.codegen.emit import python_bindings
 
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.layout import Layout, bucket_of, slot_of
-from autograd_scons.codegen.manifest import MANIFEST, read_manifest
-from autograd_scons.codegen.unity_files import render_buckets
-from autograd_scons.codegen.units import Kind, Unit
-from autograd_scons.codegen.writer import prune, write_files
+from autograd_scons.codegen.engine.layout import Layout, bucket_of, slot_of
+from autograd_scons.codegen.engine.manifest import MANIFEST, read_manifest
+from autograd_scons.codegen.engine.unity_files import render_buckets
+from autograd_scons.codegen.engine.units import Kind, Unit
+from autograd_scons.codegen.engine.writer import prune, write_files
 
 from support.spec_facts import REPO
 
@@ -77,7 +77,7 @@ def test_generation_is_byte_identical_in_any_folder(generated, real_specs, torch
     n = torch_counts.functions
     shards = len(python_bindings.sources(n - torch_counts.foreach_derived))   # torch binds no derived foreach
     # per-op pairs, preludes + load check + support + umbrella, buckets, the bindings' header and TUs
-    assert len(first) == n * 2 + 5 + 3 + 1 + shards + 1   # + derivative_lines.h
+    assert len(first) == n * 2 + 5 + 3 + 1 + shards + 1 + 1   # + derivative_lines.h, cache_key.cpp
     assert r1.stdout.startswith(f"{a}: {n} Functions: {n} regenerated, 0 unchanged, 0 removed; ")
     assert r1.stdout.endswith(f"; compiled as 3 buckets, Python bindings in {shards} TUs ({shards} rewritten)\n")
     for text in first.values():
@@ -130,6 +130,7 @@ def test_editing_one_entry_rewrites_only_its_functions(generated, real_specs, to
     # (only then) its binding TU is rewritten.
     shards = len(python_bindings.sources(torch_counts.functions - torch_counts.foreach_derived))
     changed |= {python_bindings.shard_file(python_bindings.shard_of(op, shards)) for op in headers}
+    changed.add("cache_key.cpp")   # the digest of the generated code (codegen/emit/cache_key.py)
     assert {p for p in before if before[p] != after.get(p)} == changed
     assert set(after) == set(before) | edit_tus
     assert {p for p, t in mtimes(out).items() if t != stamps.get(p)} == changed | edit_tus  # nothing else
@@ -216,7 +217,7 @@ def test_cli_reports_and_prunes(tmp_path):
                         "manifest: 2 (MyMulBackward0, MyScaleBackward0); compiled as 2 buckets, "
                         "Python bindings in 1 TU (1 rewritten)\n")
     out = tree(tmp_path / "out")
-    assert sorted(out) == ["Functions.h", "derivative_lines.h", "functions/MyMulBackward0.cpp",
+    assert sorted(out) == ["Functions.h", "cache_key.cpp", "derivative_lines.h", "functions/MyMulBackward0.cpp",
                            "functions/MyMulBackward0.h", "functions/MyScaleBackward0.cpp", "functions/MyScaleBackward0.h",
                            "load_check.h", "prelude.h", "prelude_impl.h", "python/bindings.h",
                            "python/bindings_0.cpp", "support.cpp", "unity/bucket_0.cpp", "unity/bucket_1.cpp"]
@@ -236,7 +237,8 @@ def test_cli_reports_and_prunes(tmp_path):
     assert r.stdout.startswith(f"{tmp_path / 'out'}: 1 Functions: 0 regenerated, 1 unchanged, 1 removed; ")
     assert r.stdout.endswith("compiled as 1 TU, one per unit (unity=0)\n")
     assert r.stderr == ""
-    assert sorted(tree(tmp_path / "out")) == ["Functions.h", "derivative_lines.h", "functions/MyMulBackward0.cpp",
+    assert sorted(tree(tmp_path / "out")) == ["Functions.h", "cache_key.cpp", "derivative_lines.h",
+                                               "functions/MyMulBackward0.cpp",
                                                "functions/MyMulBackward0.h", "load_check.h", "prelude.h",
                                                "prelude_impl.h", "support.cpp"]
 

@@ -15,17 +15,17 @@ import sys
 import pytest
 
 from support import scenarios
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.incremental import Request
-from autograd_scons.codegen.keys import canonical, unit_key
-from autograd_scons.codegen.layout import slot_of
-from autograd_scons.codegen.manifest import FORMAT, MANIFEST
-from autograd_scons.codegen.native_cache import NATIVE_CACHE
-from autograd_scons.codegen.reasons import Reason, Why
-from autograd_scons.codegen.report import explain, layout_line, report
-from autograd_scons.codegen.units import Kind
+from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.keys import canonical, unit_key
+from autograd_scons.codegen.engine.layout import slot_of
+from autograd_scons.codegen.engine.manifest import FORMAT, MANIFEST
+from autograd_scons.codegen.engine.native_cache import NATIVE_CACHE
+from autograd_scons.codegen.engine.reasons import Reason, Why
+from autograd_scons.codegen.engine.update_report import explain, layout_line, report
+from autograd_scons.codegen.engine.units import Kind
 from support.scons_helpers import tree
 from support.spec_facts import REPO
 
@@ -269,9 +269,9 @@ def test_dry_run_writes_nothing(specs):
 
 def test_unity_sources_are_the_buckets(specs):
     r = specs.update(unity=2)
-    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp", scenarios.BINDINGS]
+    assert r.sources == ["unity/bucket_0.cpp", "unity/bucket_1.cpp", scenarios.BINDINGS, scenarios.CACHE_KEY]
     r = specs.update(unity=1)
-    assert r.sources == ["unity/bucket_0.cpp", scenarios.BINDINGS]
+    assert r.sources == ["unity/bucket_0.cpp", scenarios.BINDINGS, scenarios.CACHE_KEY]
     assert os.listdir(os.path.join(specs.out, "unity")) == ["bucket_0.cpp"]  # stale bucket pruned
 
 
@@ -299,13 +299,13 @@ def test_shadowed_text_stays_until_the_bucket_is_damaged(specs):
     with open(bucket) as f:
         text = f.read()
     assert "grad * alpha * 2" in text and "by hand" not in text
-    assert r.sources == [scenarios.BUCKET, scenarios.BINDINGS]
+    assert r.sources == [scenarios.BUCKET, scenarios.BINDINGS, scenarios.CACHE_KEY]
 
 
 KILLER = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 real, n = os.replace, [0]
 def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
     real(a, b)
@@ -319,22 +319,23 @@ incremental.update({out!r}, {nf!r}, {d!r},
 """
 
 
-@pytest.mark.parametrize("after", [1, 2, 3, 4])
+@pytest.mark.parametrize("after", [1, 2, 3, 4, 5])
 def test_sigkill_mid_generation_then_update_equals_clean_build(specs, after):
     # Two ops edited: two .cpp writes and their edit TU's (both in edit TU
-    # 0; their old text stays in the bucket), then the manifest (the 4th rename).
+    # 0; their old text stays in the bucket), the digest of the code
+    # (cache_key.cpp, after it), then the manifest (the 5th rename).
     assert {slot_of("ScaleBackward0", scenarios.JOBS), slot_of("MulBackward0", scenarios.JOBS)} == {0}
     specs.edit(*scenarios.FORMULA)
     specs.edit(*scenarios.FORMULA_MUL)
     code = KILLER.format(repo=REPO, after=after, out=specs.out, nf=specs.nf, d=specs.d, jobs=scenarios.JOBS)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
-    assert os.path.exists(os.path.join(specs.out, MANIFEST)) == (after == 4)
+    assert os.path.exists(os.path.join(specs.out, MANIFEST)) == (after == 5)
     r = specs.update()
-    assert r.parsed == (after < 4)
+    assert r.parsed == (after < 5)
     fresh = Specs(specs.root / "fresh", like=specs)
     fresh.update()
-    if after == 4:  # the update had finished: the edited ops compile alone, the cold layout has them in the bucket
+    if after == 5:  # the update had finished: the edited ops compile alone, the cold layout has them in the bucket
         assert {p: t for p, t in tree(specs.out).items() if not p.startswith("unity")} == \
             {p: t for p, t in tree(fresh.out).items() if not p.startswith("unity")}
     else:
@@ -362,7 +363,7 @@ def test_render_ignores_unkeyed_fields(specs):
 
 
 def test_keys_are_stable_across_processes(specs):
-    code = ("from autograd_scons.codegen import incremental as i\n"
+    code = ("from autograd_scons.codegen.engine import incremental as i\n"
             "from autograd_scons.codegen.emit.options import EmitOptions\n"
             "r = i.update(%r, %r, %r, request=i.Request(EmitOptions(kernels=False)))\n"
             "print(sorted(r.keys.items()))") % (str(specs.root / "other"), specs.nf, specs.d)

@@ -1,14 +1,14 @@
-"""The compile layout's rules, as pure functions (codegen/layout.py,
-codegen/unity_files.py)."""
+"""The compile layout's rules, as pure functions (codegen/engine/layout.py,
+codegen/engine/unity_files.py)."""
 
 import pytest
 
-from autograd_scons.codegen.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, PCH_MIN_TUS_CLANG, Layout,
+from autograd_scons.codegen.engine.layout import (MAX_ALONE, MAX_PER_BUCKET, PCH_MIN_TUS, PCH_MIN_TUS_CLANG, Layout,
                                             bucket_count, bucket_of, cold,
                                             parse_unity, plan, prelude_pays, slot_of)
-from autograd_scons.codegen.report import where
-from autograd_scons.codegen.units import Kind, Unit
-from autograd_scons.codegen.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, translation_units
+from autograd_scons.codegen.engine.update_report import where
+from autograd_scons.codegen.engine.units import Kind, Unit
+from autograd_scons.codegen.engine.unity_files import included, included_by_members, inline, render_buckets, render_edit_tus, translation_units
 from autograd_scons.codegen.tree import TUKind
 
 NAMES = [f"Op{i}Backward0" for i in range(40)]
@@ -45,7 +45,7 @@ def test_torch_specs_layout_at_j2_and_j8():
     # MAX_PER_BUCKET at -j2 and -j8 alike (a changed header, an added or a
     # removed unit recompile one of ~89 units); past 8 free cores, a bucket
     # a core.  Every TU of the build, the binding TUs included, compiles
-    # against the precompiled prelude (tests/test_scons_library.py).
+    # against the precompiled prelude (tests/scons/test_scons_library.py).
     assert MAX_PER_BUCKET == 96
     assert [bucket_count(711, j, others=3) for j in (1, 2, 8, 11, 16)] == [8, 8, 8, 8, 13]
     assert cold(None, 711, 2, others=3) == Layout(None, 8, slots=2)

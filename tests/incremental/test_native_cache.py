@@ -1,4 +1,4 @@
-"""The parsed native_functions.yaml kept between updates (codegen/native_cache.py):
+"""The parsed native_functions.yaml kept between updates (codegen/engine/native_cache.py):
 a formula edit does not parse native_functions.yaml again, and whatever the
 cache holds, an update generates what a cold one does."""
 
@@ -13,10 +13,10 @@ import sys
 import pytest
 
 from support import scenarios
-from autograd_scons.codegen import incremental, native_cache, native_records
+from autograd_scons.codegen.engine import incremental, native_cache, native_records
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.incremental import Request
-from autograd_scons.codegen.native_cache import NATIVE_CACHE
+from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.native_cache import NATIVE_CACHE
 from support.scons_helpers import tree
 from support.spec_facts import REPO
 
@@ -206,7 +206,7 @@ def test_an_update_failing_after_the_sources_leaves_no_cache(tmp_path, monkeypat
 
 _KILLED = """\
 import os, signal, sys
-from autograd_scons.codegen import incremental, native_cache
+from autograd_scons.codegen.engine import incremental, native_cache
 assert native_cache._alone()  # (a fresh process: the update forks its writer)
 from autograd_scons.codegen.emit.options import EmitOptions
 def killed(*a, **k):  # the sources written, the manifest not: killed there, as a build can be

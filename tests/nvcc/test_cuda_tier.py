@@ -8,8 +8,10 @@ One build for two architectures, then checks of that build: the objects
 hold SASS for each, the library loads with CUDA kernels registered, the
 example's full checks (gradcheck, opcheck, torch.compile, forward AD, and
 tests/nvcc/test_cuda_kernels.py, whose GPU half skips without a GPU) pass under
-torch 2.14.1, and so does the differential suite
-(tests/python/test_aten_differential.py, on CPU tensors).  A second clone sharing the CacheDir: all hits, then an
+torch 2.14.1, and so do the differential suite
+(tests/python/test_aten_differential.py, on CPU tensors), torch.compile's
+caches after a formula edit (tests/python/test_compile_cache.py) and the proof of
+torch's own Functions patched into torch 2.14.1 (tests/torch_patch/test_patch_opinfo.py).  A second clone sharing the CacheDir: all hits, then an
 architecture change recompiles the `.cu` object only, and a `dispatch:
 CUDA:` kernel that no source defines fails the load naming it."""
 
@@ -37,6 +39,8 @@ CU_OBJECT = os.path.join("build", "example", "csrc", "kernels_cuda.os")
 LIBRARY = os.path.join("build", "example", "myops_ext.so")
 CHECKS = ["tests/nvcc/test_cuda_kernels.py", "tests/example/test_extension_pt2.py", "tests/example/test_forward_ad.py"]
 DIFFERENTIAL = "tests/python/test_aten_differential.py"
+PATCH_PROOF = "tests/torch_patch/test_patch_opinfo.py"
+COMPILE_CACHE = "tests/python/test_compile_cache.py"
 
 
 @pytest.fixture(scope="module")
@@ -128,12 +132,26 @@ def test_the_example_checks_pass_under_torch_2_14(first, venv):
     pytest_in_venv(venv, first[0], CHECKS, AGF_TEST_BUILD_SPECS="build", TORCH_CUDA_ARCH_LIST=ARCHS)
 
 
+def test_torch_compiles_caches_see_an_edited_formula_under_torch_2_14(venv, tmp_path):
+    """A library's digest in torch.compile's cache key tag (codegen/emit/cache_key.py)
+    under torch 2.14.1, whose `torch.compiler.config.cache_key_tag` is 2.13's:
+    on CPU tensors, inductor compiling C++."""
+    pytest_in_venv(venv, clone(tmp_path / "cache", torch_facts=False), [COMPILE_CACHE])
+
+
 def test_the_differential_suite_agrees_under_torch_2_14(venv, tmp_path):
     """Our generated Autograd kernels against ATen's under torch 2.14.1 (on
     CPU tensors: the suite builds with the host compiler alone)."""
     out = pytest_in_venv(venv, clone(tmp_path / "diff", torch_facts=False), [DIFFERENTIAL])
     [(pairs, agree)] = set(re.findall(r"^(\d+) scenario pairs, (\d+) agree$", out, re.M))
     assert int(pairs) > 0 and agree == pairs, out[-3000:]
+
+
+def test_torchs_own_functions_patched_agree_under_torch_2_14(venv, tmp_path):
+    """`patch-torch --all` of torch 2.14.1's own specs, proven on its OpInfo
+    samples (on CPU tensors) as under 2.13: byte-identical gradients."""
+    out = pytest_in_venv(venv, clone(tmp_path / "patch", torch_facts=False), [PATCH_PROOF, "-s"])
+    assert re.search(r"^\d+ ops, \d+ samples, (\d+) gradients compared, \1 equal; ", out, re.M), out[-3000:]
 
 
 def test_a_second_clone_hits_the_cache_and_an_arch_change_recompiles_the_cu_only(first, venv, tmp_path):

@@ -7,10 +7,13 @@ are right eagerly and under compiled autograd (which binds each Function's
 backward process-wide), in either load order.  With one shared explicit
 namespace the second load fails with one clear error naming the class and
 both libraries, and the refused library's backward raises instead of
-computing anything.  Each load runs in a fresh Python process."""
+computing anything.  torch.compile's cache key tag holds each loaded
+library's digest once, whatever the load order.  Each load runs in a fresh
+Python process."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -55,6 +58,13 @@ for ns in ("aa", "bb", "aa", "bb"):
             grads.append([ns, mode, str(e).splitlines()[0]])
 print(json.dumps({"loads": loads, "grads": grads}))
 """
+# argv: library paths in load order; prints torch.compile's cache key tag after loading them.
+_TAG = r"""
+import json, sys, torch
+for path in sys.argv[1:]:
+    torch.ops.load_library(path)
+print(json.dumps({"tag": torch.compiler.config.cache_key_tag}))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +72,11 @@ def libs(tmp_path_factory):
     return twin_extensions.build(str(tmp_path_factory.mktemp("twins")))
 
 
-def run(*paths):
-    proc = subprocess.run([sys.executable, "-c", _RUN, *paths], capture_output=True, text=True)
+def run(*paths, tag=None, script=_RUN):
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_COMPILE_CACHE_KEY_TAG"}
+    if tag is not None:   # the user's own tag for torch.compile's caches
+        env["TORCH_COMPILE_CACHE_KEY_TAG"] = tag
+    proc = subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.splitlines()[-1])
 
@@ -85,6 +98,19 @@ def test_default_namespaces_keep_each_extensions_gradient(libs, order):
     assert len(result["grads"]) == 8
     for ns, mode, grad in result["grads"]:
         assert grad == [FACTOR[ns]] * 3, (ns, mode, grad)
+
+
+def test_torch_compiles_cache_key_tag_names_the_libraries_loaded_in_any_order(libs):
+    # Each library adds the digest of its generated code (codegen/emit/cache_key.py)
+    # after the user's own tag, once, sorted: a tag of the set of libraries loaded.
+    aa, bb = libs["aa", "default"], libs["bb", "default"]
+    alone = run(aa, script=_TAG)["tag"]
+    assert re.fullmatch(r"autograd_functions:[0-9a-f]{32}", alone), alone
+    both = run(aa, bb, tag="mine", script=_TAG)["tag"]
+    assert run(bb, aa, tag="mine", script=_TAG)["tag"] == both
+    words = both.split(" ")
+    assert words[0] == "mine" and alone in words[1:] and words[1:] == sorted(set(words[1:])) and len(words) == 3
+    assert run(bb, tag="mine", script=_TAG)["tag"] == f"mine {(set(words[1:]) - {alone}).pop()}"
 
 
 def test_a_shared_explicit_namespace_refuses_the_second_library(libs):

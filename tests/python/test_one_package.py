@@ -13,24 +13,26 @@ from support.scons_helpers import TINY_ARGS, clone
 from support.spec_facts import REPO
 
 # Run in a fresh interpreter: imports every module of the package found in
-# site_scons/ (sub-packages, site_tools/, the generator through its link),
-# then prints {file: [names]} for the package's files.
+# site_scons/ (sub-packages, site_tools/) and codegen/ (the generator,
+# `autograd_scons.codegen`), then prints {file: [names]} for the package's files.
 IMPORT_ALL = r"""
 import importlib, json, os, sys
 site = os.path.join(sys.argv[1], "site_scons")
 import autograd_scons
 assert os.path.realpath(autograd_scons.__file__) == os.path.realpath(os.path.join(site, "__init__.py")), \
     autograd_scons.__file__
-skip = {"autograd_scons.site_init", "autograd_scons.jit.sconstruct"}   # run by SCons, not imported
-for folder, subdirs, names in os.walk(site, followlinks=True):
-    rel = os.path.relpath(folder, site)
-    subdirs[:] = [d for d in subdirs if d != "__pycache__" and os.path.join(rel, d) != os.path.join("ship", "templates")]
-    for n in names:
-        if n.endswith(".py"):
-            parts = [] if rel == "." else rel.split(os.sep)
-            name = ".".join(["autograd_scons"] + parts + ([] if n == "__init__.py" else [n[:-3]]))
-            if name not in skip and not name.endswith("__main__"):
-                importlib.import_module(name)
+skip = {"autograd_scons.site_init", "autograd_scons.jit.sconstruct",   # run by SCons, not imported
+        "autograd_scons.torch_patch.patch_sconstruct"}
+for top, package in ((site, ["autograd_scons"]), (os.path.join(sys.argv[1], "codegen"), ["autograd_scons", "codegen"])):
+    for folder, subdirs, names in os.walk(top):
+        rel = os.path.relpath(folder, top)
+        subdirs[:] = [d for d in subdirs if d != "__pycache__" and os.path.join(rel, d) != os.path.join("ship", "templates")]
+        for n in names:
+            if n.endswith(".py"):
+                parts = [] if rel == "." else rel.split(os.sep)
+                name = ".".join(package + parts + ([] if n == "__init__.py" else [n[:-3]]))
+                if name not in skip and not name.endswith("__main__"):
+                    importlib.import_module(name)
 """ + "\n" + r"""
 print(json.dumps(FILES()))
 """
@@ -76,7 +78,10 @@ def test_an_scons_build_holds_each_module_under_one_name(tmp_path):
     """SCons puts site_scons/ itself on sys.path: nothing may import through it."""
     repo = clone(tmp_path / "repo")
     code = FILES + ("import atexit, json, sys\n"
+                    "def bare():\n"
+                    "    try:\n        import codegen\n    except ImportError as e:\n        return str(e)\n"
                     "atexit.register(lambda: open('modules.json', 'w').write(json.dumps(FILES())))\n"
+                    "atexit.register(lambda: open('bare.txt', 'w').write(str(bare())))\n"
                     "sys.argv[1:2] = []\n"
                     "from SCons.Script.Main import main\nmain()")
     proc = subprocess.run([sys.executable, "-c", code, repo, "-Q", *TINY_ARGS], cwd=repo, capture_output=True,
@@ -84,5 +89,8 @@ def test_an_scons_build_holds_each_module_under_one_name(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     with open(os.path.join(repo, "modules.json")) as f:
         files = json.load(f)
-    assert any("autograd_scons.codegen.incremental" in names for names in files.values())
+    assert any("autograd_scons.codegen.engine.incremental" in names for names in files.values())
     assert twice(files) == {}
+    # the generator has one name: from the checkout's root (on sys.path here), `codegen` is refused
+    with open(os.path.join(repo, "bare.txt")) as f:
+        assert f.read().startswith("the generator is `autograd_scons.codegen`")

@@ -25,7 +25,7 @@ from support import cxx
 from support import example_build
 from support import extension_checks as checks
 from support import python_reference as ref
-from autograd_scons.codegen.units import load_units
+from autograd_scons.codegen.engine.units import load_units
 from support.scons_helpers import clone, scons
 from support.spec_facts import REPO, example_ops
 

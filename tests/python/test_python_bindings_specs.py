@@ -17,11 +17,11 @@ import pytest
 
 from support import cxx
 from support import python_reference as ref
-from autograd_scons.codegen import incremental
+from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit import python_bindings
 from autograd_scons.codegen.emit.options import EmitOptions, parse_python
-from autograd_scons.codegen.incremental import Request
-from autograd_scons.codegen.units import Kind, load_units
+from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.units import Kind, load_units
 from support.scons_helpers import FAKE_CXX, clone, scons
 from support.spec_facts import REPO
 

@@ -255,7 +255,7 @@ def test_a_symlink_out_of_the_project_in_the_package_is_refused_for_the_wheel(tm
     os.symlink(os.path.join("..", "..", "secret.py"), os.path.join(project, "demo_ops", "leak.py"))
     os.symlink("__init__.py", os.path.join(project, "demo_ops", "alias.py"))
     code = ("import json; from autograd_scons import build_meta\n"
-            "files = build_meta._main_hook(build_meta.package_files)('.', 'demo_ops')\n"
+            "files = build_meta._main_hook(build_meta._package_files)('.', 'demo_ops')\n"
             "print(json.dumps({k: v.decode() for k, v in files.items()}))")
     proc = ship.run([sys.executable, "-c", code], project, ship.environ(pythonpath), check=False)
     line = _one_line_error(proc)

@@ -39,7 +39,7 @@ LIB = os.path.join("build", "example", "myops_ext.so")
 # compile through the launcher, never cached; these tests are about the
 # launchers (test_the_precompiled_header_goes_through_the_launcher: PCH=1).
 LAYOUT = ("UNITY=2", "PCH=0")
-COLD = ["bindings_0.os", "bucket_0.os", "bucket_1.os", "kernels.os"]
+COLD = ["bindings_0.os", "bucket_0.os", "bucket_1.os", "cache_key.os", "kernels.os"]
 # Real compiles: -O0 as these tests are not about speed.
 REAL = LAYOUT + ("OPT=-O0",)
 
@@ -99,8 +99,9 @@ def test_switching_the_launcher_on_and_off_recompiles_nothing(tmp_path, standin)
     with open(os.path.join(root, "specs", "csrc", "kernels.cpp"), "a") as f:
         f.write("// edited\n")
     edited = ok(run_scons(root, *LAYOUT, f"CXX={FAKE_CXX}", f"LAUNCHER={launcher}"))
-    # its Function's edit TU (its bucket is not recompiled), the hand-written TU
-    assert len(compiled(edited)) == 2 and "kernels.os" in compiled(edited)
+    # its Function's edit TU (its bucket is not recompiled), the digest
+    # (codegen/emit/cache_key.py), the hand-written TU
+    assert len(compiled(edited)) == 3 and {"kernels.os", "cache_key.os"} < set(compiled(edited))
     assert any(o.startswith("edited_") for o in compiled(edited))
     assert len(launched(log)) == len(compiled(edited))
     assert all(" -c " in line and FAKE_CXX.split()[1] in line for line in launched(log))
@@ -253,7 +254,7 @@ def test_distcc_compiles_every_tu_on_the_daemon_and_switching_it_off_recompiles_
         out = ok(run_scons(root, *REAL, "-j2", "LAUNCHER=distcc", env=d.client_env()))
         jobs = d.compiles()
     built = sources(out)
-    assert built == ["bindings_0.cpp", "bucket_0.cpp", "bucket_1.cpp", "kernels.cpp"]
+    assert built == [o[:-len(".os")] + ".cpp" for o in COLD]
     assert all(line.startswith("distcc ") for line in compile_lines(out))
     # Every compile, generated and hand-written, ran on the daemon, and only there.
     assert sorted(status for status, _, _ in jobs) == ["COMPILE_OK"] * len(built)

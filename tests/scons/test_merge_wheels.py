@@ -8,7 +8,7 @@ differing Python files or a repeated variant as one error line with
 nothing written, the same bytes from a second merge, and the package's
 loader: which variant it picks for the running torch (its
 torch.ops.load_library replaced by a print), and the one-line ImportError
-when none fits.  auditwheel's tag: tests/scons/test_merge_compile.py."""
+when none fits; auditwheel's tag on the stand-in's library."""
 
 import base64
 import hashlib
@@ -264,3 +264,17 @@ def test_no_variant_for_the_running_torch_is_a_one_line_import_error(base):
     assert line == (f"ImportError: {NAME}: no library for torch {torch.__version__} (cpu) among those this "
                     f"package carries: {carried} (install a torch one of them was built for, or build {NAME} "
                     "from source)")
+
+
+def test_a_missing_output_folder_is_made_as_pip_wheel_w_makes_it(base):
+    """`-o DIR` that does not exist yet is created, parents too (issue 44,
+    bug 5: it was refused); inputs refused before anything is written leave
+    no folder behind."""
+    cmd = [sys.executable, "-m", "autograd_scons", "merge-wheels", "--plat", "linux", "-o"]
+    outdir = base[0] / "missing" / "deeper"
+    [path] = ship.run(cmd + [outdir, base[2]], base[0], ship.environ(base[1])).stdout.split()
+    assert os.path.dirname(path) == str(outdir) and os.listdir(outdir) == [os.path.basename(path)]
+    refused = base[0] / "refused" / "deeper"
+    proc = ship.run(cmd + [refused, base[2], base[2]], base[0], ship.environ(base[1]), check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert not os.path.exists(base[0] / "refused")

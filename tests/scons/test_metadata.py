@@ -90,4 +90,31 @@ def test_the_backend_checks_the_fields_before_writing(project, monkeypatch):
     with open(f"{project}/pyproject.toml", "w") as f:
         f.write('[project]\nname = "demo-ops"\nversion = "1.0"\ndynamic = ["readme"]\n')
     with pytest.raises(BuildError, match=r"\[project\] dynamic is not supported"):
-        build_meta.project_config(project)
+        build_meta._project_config(project)
+
+
+def test_metadata_is_utf8_whatever_the_locale(project, tmp_path):
+    """pip's metadata step under a locale whose encoding is ASCII (LANG=C
+    without Python's UTF-8 coercion): a README in another script is written
+    as UTF-8, as the wheel's METADATA is (issue 44, bug 2: it was written in
+    the locale's encoding, a UnicodeEncodeError)."""
+    import subprocess
+    import sys
+    from support import ship_helpers as ship
+    readme = "# Démo\n\nΔ: the gradient, 勾配.\n"
+    with open(f"{project}/README.md", "w", encoding="utf-8") as f:
+        f.write(readme)
+    with open(f"{project}/pyproject.toml", "w", encoding="utf-8") as f:
+        f.write('[project]\nname = "demo-ops"\nversion = "1.0"\nreadme = "README.md"\n')
+    out = tmp_path / "meta"
+    code = ("import locale, sys\nfrom autograd_scons import build_meta\n"
+            "build_meta._check_torch = lambda data, cache_dir: '2.13.0'  # (no torch import: the write is checked)\n"
+            "print(locale.getpreferredencoding(False))\n"
+            "print(build_meta.prepare_metadata_for_build_wheel(sys.argv[1]))\n")
+    env = ship.environ(ship.this_checkout(tmp_path), LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], cwd=project, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    encoding, folder = proc.stdout.split()
+    assert encoding.lower() in ("ansi_x3.4-1968", "ascii", "us-ascii"), encoding   # the test's premise
+    m = Metadata.from_email((out / folder / "METADATA").read_bytes(), validate=True)
+    assert m.description == readme

@@ -1,4 +1,4 @@
-"""The precompiled prelude's one policy (codegen/request.py, Pch): which TUs
+"""The precompiled prelude's one policy (codegen/engine/functions_request.py, Pch): which TUs
 take it, the same through `scons` (PCH=) as through load() (pch=,
 tests/python/test_load.py::test_the_prelude_is_precompiled_only_where_it_pays)."""
 
@@ -9,8 +9,8 @@ import pytest
 
 from support.scons_helpers import FAKE_CXX, clone, compiled, edit, scons
 
-from autograd_scons.codegen.layout import PCH_MIN_TUS, PCH_MIN_TUS_CLANG
-from autograd_scons.codegen.request import FunctionsRequest, Pch
+from autograd_scons.codegen.engine.layout import PCH_MIN_TUS, PCH_MIN_TUS_CLANG
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest, Pch
 from autograd_scons.codegen.tree import TUKind
 
 ARGS = ("-j2", f"CXX={FAKE_CXX}")
@@ -29,12 +29,12 @@ def test_scons_pch_auto_is_loads_auto(tmp_path):
     # prelude, as under load()'s pch="auto"; a formula edit's TU takes it.
     root = clone(tmp_path / "repo")
     args = ARGS + (f"PRELUDE_DIR={tmp_path / 'prelude'}",)   # this test's own: no other build made it
-    cold = scons(root, *args).stdout
-    assert compiled(cold) == ["bindings_0.os", "bucket_0.os", "kernels.os"]
+    cold = scons(root, *args).stdout   # (and the digest's TU, which includes nothing: codegen/emit/cache_key.py)
+    assert compiled(cold) == ["bindings_0.os", "bucket_0.os", "cache_key.os", "kernels.os"]
     assert with_prelude(cold) == [] and " -x c++-header " not in cold
     edit(os.path.join(root, "specs", "derivatives.yaml"), *FORMULA)
     first = scons(root, *args).stdout
-    assert compiled(first) == with_prelude(first) == ["edited_0.os"]
+    assert with_prelude(first) == ["edited_0.os"] and compiled(first) == ["cache_key.os", "edited_0.os"]
     assert first.count(" -x c++-header ") == 1       # the first edit pays the precompile
     # PCH=1: every TU; the edit TU's command line is the same, so it alone is kept.
     forced = scons(root, *args, "PCH=1").stdout

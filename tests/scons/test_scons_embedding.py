@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from autograd_scons.codegen.layout import slot_of
+from autograd_scons.codegen.engine.layout import slot_of
 
 from support.scons_helpers import REPO, compiled, edit, linked, report, scons
 
@@ -88,8 +88,9 @@ def test_host_project_builds_its_library_with_the_generated_functions(built_host
     host, out = built_host
     # host::scale is the host's own op: it also gets its registration + Autograd kernel.
     # The Function and the op kernel compile in one bucket (2 units), the
-    # Function's Python bindings in a binding TU.
-    assert compiled(out) == ["bindings_0.os", "bucket_0.os", "own.os"]
+    # Function's Python bindings in a binding TU, the digest of the generated
+    # code in its own (codegen/emit/cache_key.py).
+    assert compiled(out) == ["bindings_0.os", "bucket_0.os", "cache_key.os", "own.os"]
     assert report(out)[0].startswith("build/ext/gen: 1 Functions + 1 op kernels: 2 regenerated")
     gen = os.path.join(host, "build", "ext", "gen")
     assert sorted(os.listdir(os.path.join(gen, "functions"))) == ["ScaleBackward0.cpp", "ScaleBackward0.h"]
@@ -113,8 +114,9 @@ def test_host_project_no_op_then_one_edit_recompiles_one_object(host):
     # old text in the bucket is overridden at link); own.os only includes
     # the unchanged header.
     edit_tu = f"edited_{slot_of('ScaleBackward0', 2)}.os"   # -j2: two edit TUs
-    assert compiled(out) == [edit_tu]
-    # The bucket is linked as its weakened copy (codegen/weaken.py), through
+    assert compiled(out) == sorted(["cache_key.os", edit_tu])   # (and the digest's TU)
+    # The bucket is linked as its weakened copy (codegen/engine/weaken.py), through
     # the host's environment, without any flag of the tool's.
-    assert linked(out, "libhostops.so") == sorted([edit_tu, "bindings_0.os", "bucket_0.weak.os", "own.os"])
+    assert linked(out, "libhostops.so") == sorted([edit_tu, "bindings_0.os", "bucket_0.weak.os", "cache_key.os",
+                                                   "own.os"])
     assert "allow-multiple-definition" not in out

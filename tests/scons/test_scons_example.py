@@ -26,7 +26,7 @@ from support import extension_checks as checks
 from support.spec_facts import REPO, example_ops
 
 from autograd_scons.codegen.emit import python_bindings
-from autograd_scons.codegen.layout import bucket_of, slot_of
+from autograd_scons.codegen.engine.layout import bucket_of, slot_of
 
 pytestmark = pytest.mark.compile
 
@@ -78,9 +78,10 @@ def test_cold_build_compiles_every_function_and_kernel(cold):
     line = report(out)[0]
     assert line.startswith(f"build/example/gen: {N_F} Functions + {N_K} op kernels: {N_F + N_K} regenerated, "
                            "0 unchanged")
-    assert line.endswith(f"; compiled as {BUCKETS} buckets, {PY} ({N_PY} rewritten); {BUCKETS + N_PY} compiled "
-                         f"({BUCKETS} buckets, {N_PY} other TU{'s' if N_PY != 1 else ''})")
-    assert report(out)[1] == f"{len(OBJECTS)} objects compiled in all ({BUCKETS + N_PY} generated, 1 other)"
+    # other TUs: the bindings' and the digest's (codegen/emit/cache_key.py)
+    assert line.endswith(f"; compiled as {BUCKETS} buckets, {PY} ({N_PY} rewritten); {BUCKETS + N_PY + 1} compiled "
+                         f"({BUCKETS} buckets, {N_PY + 1} other TUs)")
+    assert report(out)[1] == f"{len(OBJECTS)} objects compiled in all ({BUCKETS + N_PY + 1} generated, 1 other)"
     symbols = subprocess.run(["nm", "-DC", "--defined-only", os.path.join(root, LIB)],
                              capture_output=True, text=True).stdout
     for op in FUNCTIONS:
@@ -173,9 +174,10 @@ def test_editing_one_formula_recompiles_its_edit_tu_only_and_changes_the_gradien
     root = fresh_checkout(tmp_path, cache)
     edit(os.path.join(root, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
     out = scons(root, *ARGS, f"CACHEDIR={cache}", "--autograd-explain=ScaleBackward0").stdout
-    # First edit: its edit TU; its bucket keeps its old text, overridden at link.
+    # First edit: its edit TU (and the digest's); its bucket keeps its old
+    # text, overridden at link.
     edit_tu = f"edited_{slot_of('ScaleBackward0', 2)}.os"   # -j2: two edit TUs
-    assert compiled(out) == [edit_tu]
+    assert compiled(out) == sorted(["cache_key.os", edit_tu])
     # Its bucket is linked as a copy whose overridden symbols are weak.
     shadowing = f"bucket_{bucket_of('ScaleBackward0', BUCKETS)}"
     assert linked(out, "myops_ext.so") == sorted([o for o in OBJECTS if o != f"{shadowing}.os"]
@@ -188,7 +190,7 @@ def test_editing_one_formula_recompiles_its_edit_tu_only_and_changes_the_gradien
                         "0 removed; derivatives entry changed: 3 (ScaleBackward0, myops::scale, "
                         "myops::scale_); 2 re-rendered identical, left untouched; compiled as 2 buckets + 1 "
                         f"unit in 1 edit TU (ScaleBackward0), 1 overriding its old text in a bucket, {PY} "
-                        "(0 rewritten); 1 compiled (0 buckets, 1 other TU)")
+                        "(0 rewritten); 2 compiled (0 buckets, 2 other TUs)")
     assert lines[1].startswith("explain: ScaleBackward0: regenerated: derivatives entry changed")
     assert lines[1].endswith("overridden at link (that bucket was not recompiled); its Python bindings compile "
                              "in python/bindings_0.cpp (unchanged)")
@@ -224,7 +226,7 @@ def test_an_edited_op_kernel_overrides_its_old_copy_and_registers_once(cold, cac
          "self: 3 * grad * self.pow(2) * 2")
     out = scons(root, *ARGS, f"CACHEDIR={cache}").stdout
     assert compiled(out) == sorted({f"edited_{slot_of(u, 2)}.os"
-                                    for u in ("CubeBackward0", "myops::cube")})
+                                    for u in ("CubeBackward0", "myops::cube")} | {"cache_key.os"})
     assert "2 overriding their old text" in report(out)[0]
     proc = subprocess.run([sys.executable, "-c", RELOADED_CUBE, os.path.join(root, "specs", "python"),
                            os.path.join(root, LIB)], capture_output=True, text=True)

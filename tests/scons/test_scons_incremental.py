@@ -20,7 +20,8 @@ ARGS = TINY_ARGS
 GEN = os.path.join("build", "example", "gen")
 LIB = "myops_ext.so"
 OWN_OBJECTS = ["module.os"]  # the fixture's hand-written C++
-ALL_OBJECTS = sorted(["bucket_0.os", "bindings_0.os"] + OWN_OBJECTS)   # the cold layout: one bucket, one binding TU
+# the cold layout: one bucket, one binding TU, the digest of the generated code (codegen/emit/cache_key.py)
+ALL_OBJECTS = sorted(["bucket_0.os", "bindings_0.os", "cache_key.os"] + OWN_OBJECTS)
 
 
 @pytest.fixture
@@ -102,8 +103,9 @@ def test_killed_generation_then_build_equals_clean_build(proj, tmp_path, sig):
     else:  # KeyboardInterrupt: SCons stops with its build-error exit code, no traceback
         assert killed.returncode == 2 and "Traceback" not in killed.stderr, killed.stderr[-2000:]
     out = scons(proj, *ARGS).stdout
-    # No manifest survived the kill: the cold layout, both Functions in the bucket.
-    assert compiled(out) == ["bucket_0.os"]
+    # No manifest survived the kill: the cold layout, both Functions in the
+    # bucket, and the digest of the edited code.
+    assert compiled(out) == ["bucket_0.os", "cache_key.os"]
     clean = clone(tmp_path / "clean")
     for f in ("native_functions.yaml", "derivatives.yaml"):
         shutil.copy(path(proj, *TINY, f), path(clean, *TINY, f))

@@ -1,4 +1,4 @@
-"""The precompiled prelude's rules, as counts (buildenv/prelude.py, tool/pch.py):
+"""The precompiled prelude's rules, as counts (tool/pch_compilers.py, tool/pch.py):
 which TUs take it under GCC and under clang, the clang precompile's
 `-fpch-instantiate-templates`, and one shared prelude per torch, compiler
 and flags: a second extension (another checkout, another spec folder) takes
@@ -52,12 +52,14 @@ def keys(prelude_dir):
 
 @pytest.mark.parametrize("family", ["gcc", "clang"])
 def test_every_tu_of_the_example_takes_the_prelude_under_either_compiler(tmp_path, family):
-    # PCH=auto (codegen/request.py): the example's 4 cold TUs pay for clang's
-    # precompile (from 2), not for GCC's (from 5); PCH=1 gives it to every TU.
+    # PCH=auto (codegen/engine/functions_request.py): the example's 4 cold TUs pay for clang's
+    # precompile (from 2), not for GCC's (from 5); PCH=1 gives it to every TU
+    # but the digest's, which includes nothing (codegen/emit/cache_key.py).
     cxx = fake(tmp_path, "clang++" if family == "clang" else "g++")
     root, shared = clone(tmp_path / "repo"), str(tmp_path / "prelude")
     auto = build(root, cxx, shared, pch="PCH=auto")
-    every = sorted(os.path.basename(o) for o in compiled(auto))
+    every = sorted(os.path.basename(o) for o in compiled(auto) if o != "cache_key.os")
+    assert len(compiled(auto)) == 5 and "cache_key.os" in compiled(auto)
     assert len(every) == 4 and taking(auto, family) == (every if family == "clang" else [])
     out = build(root, cxx, shared)   # PCH=1: under clang the same command lines, nothing to redo
     assert taking(out, family) == ([] if family == "clang" else every)   # 2 buckets, the bindings, kernels.cpp
@@ -105,7 +107,7 @@ def test_clean_keeps_the_shared_prelude(tmp_path):
 
 @pytest.mark.parametrize("family", ["gcc", "clang"])
 def test_load_takes_the_prelude_in_a_cold_build_under_clang_only(tmp_path, family):
-    # load()'s pch="auto" (codegen/layout.py, prelude_pays): GCC's precompile
+    # load()'s pch="auto" (codegen/engine/layout.py, prelude_pays): GCC's precompile
     # pays from 5 TUs, clang's from 2; the example has 3.  The edit TU takes
     # it under either.
     from support.load_helpers import environ, example, run
@@ -113,7 +115,7 @@ def test_load_takes_the_prelude_in_a_cold_build_under_clang_only(tmp_path, famil
     env = environ(fake(tmp_path, "clang++" if family == "clang" else "g++"),
                   AUTOGRAD_EXTENSIONS_DIR=str(tmp_path / "ext"))
     cold = run(call, env).stdout
-    assert len(compiled(cold)) == 3
+    assert len(compiled(cold)) == 4   # and the digest's TU, which never takes it
     assert len(taking(cold, family)) == (3 if family == "clang" else 0)
     assert len(precompiles(cold)) == (family == "clang")
     with open(call["derivatives"]) as f:
@@ -121,7 +123,7 @@ def test_load_takes_the_prelude_in_a_cold_build_under_clang_only(tmp_path, famil
     with open(call["derivatives"], "w") as f:
         f.write(text.replace("self: grad * alpha", "self: alpha * grad", 1))
     first = run(call, env).stdout
-    assert taking(first, family) == compiled(first) == ["edited_0.os"]
+    assert taking(first, family) == ["edited_0.os"] and compiled(first) == ["cache_key.os", "edited_0.os"]
     assert len(precompiles(first)) == (family == "gcc")
 
 

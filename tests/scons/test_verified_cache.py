@@ -15,8 +15,8 @@ from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, scons
 
 TINY = "tests/fixtures/tiny_ext"
 OBJ = os.path.join("build", "example", "gen", "functions", "ScaleBackward0.os")
-ALL_OBJECTS = ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os", "bindings_0.os", "module.os",
-               "support.os"]
+ALL_OBJECTS = ["MulBackward0.os", "MulBackward1.os", "ScaleBackward0.os", "bindings_0.os", "cache_key.os",
+               "module.os", "support.os"]
 
 
 def args(cache):

@@ -31,7 +31,7 @@ from support.spec_facts import REPO
 # The full tier (conftest.py): a wheel build and a venv (~15 s); the stand-in compiler.
 pytestmark = [pytest.mark.slow, pytest.mark.compile]
 
-SCONS_MIN = "4.5.2"  # site_scons/autograd_compat.py: MIN_SCONS
+SCONS_MIN = "4.5.2"  # site_scons/tool/compat.py: MIN_SCONS
 FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.sh")  # copied into the host folder
 
 # No torch here: flags are set by hand, as the stand-in builds need none.
@@ -131,10 +131,10 @@ def test_installed_tool_builds_an_embedding_sconstruct(venv):
     seen = json.loads((host / "modules.json").read_text())
     files = seen["files"]
     site = os.path.realpath(site) + os.sep
-    for mod in ("autograd_scons.codegen", "autograd_scons.codegen.incremental", "autograd_scons",
-                "autograd_scons.buildenv.verified_cache", "autograd_scons.tool.stamp", "SCons"):
+    for mod in ("autograd_scons.codegen", "autograd_scons.codegen.engine.incremental", "autograd_scons",
+                "autograd_scons.buildenv.verified_cache", "autograd_scons.tool.library_stamp", "SCons"):
         assert files.get(mod) and os.path.realpath(files[mod]).startswith(site), (mod, files.get(mod))
-    assert os.path.realpath(seen["tool"]) == os.path.join(site, "autograd_scons", "tool", "functions.py")
+    assert os.path.realpath(seen["tool"]) == os.path.join(site, "autograd_scons", "tool", "builders.py")
     assert not [n for n in files if n.split(".")[0] in ("codegen", "torch_flags", "autograd_stamp")]
     assert _from_checkout(files) == []
     # an editable install of the same source generates the same files
@@ -163,6 +163,15 @@ def test_the_wheel_installs_one_top_level_package(venv):
     with open(os.path.join(site, info[0], "RECORD")) as f:
         tops = {line.split("/")[0] for line in f.read().splitlines() if line}
     assert tops == {"autograd_scons", info[0]}, tops
+
+
+def test_the_generator_has_one_name_in_the_installed_tool(venv):
+    py, _, tmp, _ = venv
+    proc = _run([py, "-c", "import autograd_scons.codegen.engine.incremental as i; print(i.__file__)\n"
+                 "try:\n    import codegen\nexcept ImportError as e:\n    print(type(e).__name__)"], cwd=tmp)
+    where, refused = proc.stdout.split()
+    assert where.endswith(os.path.join("autograd_scons", "codegen", "engine", "incremental.py")), where
+    assert refused == "ModuleNotFoundError"
 
 
 def test_python_m_autograd_scons_runs_from_the_wheel(venv):
@@ -219,7 +228,7 @@ def test_a_checkout_uses_its_own_code_not_the_installed_copy(venv, tmp_path):
     files = json.loads(open(os.path.join(repo, "modules.json")).read())
     mine = os.path.realpath(repo) + os.sep
     ours = [n for n in files if n.split(".")[0] == "autograd_scons"]
-    assert "autograd_scons.codegen.incremental" in ours and "autograd_scons.buildenv.torch_flags" in ours
+    assert "autograd_scons.codegen.engine.incremental" in ours and "autograd_scons.buildenv.torch_flags" in ours
     assert [n for n in ours if not os.path.realpath(files[n]).startswith(mine)] == []
     assert not [n for n in files if n.split(".")[0] in ("codegen", "torch_flags")]
 
@@ -242,6 +251,6 @@ def test_a_build_that_imported_the_installed_tool_first_never_mixes_the_two(venv
     assert "3 Functions: 3 regenerated" in r.stdout
     files = json.loads(open(os.path.join(repo, "modules.json")).read())
     ours = [n for n in files if n.split(".")[0] == "autograd_scons" and files[n]]
-    assert "autograd_scons.codegen.incremental" in ours
+    assert "autograd_scons.codegen.engine.incremental" in ours
     elsewhere = [n for n in ours if not os.path.realpath(files[n]).startswith(os.path.realpath(site) + os.sep)]
     assert elsewhere == []

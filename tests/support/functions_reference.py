@@ -18,7 +18,6 @@ from dataclasses import dataclass
 # Ours collect the common types through support.cpp's instantiations
 # (codegen/emit/support.py): `ca_collect<T>(args, x)` is `args.collect(x)`.
 _CA_COLLECT = re.compile(r"^ca_collect(?:_saved)?<.*>\(args, (.*)\);$")
-_STRUCT_RE = re.compile(r"^struct (?:TORCH_API )?(\w+) : public (\w+) \{$")
 
 
 def installed_functions_h() -> str:
@@ -47,68 +46,10 @@ def torchgen_functions() -> tuple[str, str]:
 
 # ------------------------------------------------------------ declarations
 
-
-def normalise_type(t: str) -> str:
-    """Namespace spelling aside, the same C++ type."""
-    t = " ".join(t.split())
-    for ns in ("torch::autograd::generated::", "torch::autograd::", "::std::", "std::", "at::",
-               "c10::", "torch::"):
-        t = t.replace(ns, "")
-    return t
-
-
-@dataclass(frozen=True)
-class Struct:
-    name: str
-    base: str
-    members: tuple[tuple[str, str], ...]   # (normalised type, name) in order
-    release: tuple[str, ...]                # statements of release_variables()
-    methods: frozenset[str]                 # names of the methods declared
-
-
-def read_structs(text: str) -> dict[str, Struct]:
-    """Every `struct X : public Base {...};` at the start of a line."""
-    out: dict[str, Struct] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        m = _STRUCT_RE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        j = i + 1
-        while lines[j] != "};":
-            j += 1
-        body = lines[i + 1:j]
-        if "#else" in body:
-            # libtorch's _WIN32 branch: the real declaration follows #else.
-            i += 2 + body.index("#else")
-            continue
-        out[m.group(1)] = _struct(m.group(1), m.group(2), body)
-        i = j + 1
-    return out
-
-
-def _struct(name: str, base: str, body: list[str]) -> Struct:
-    members, release, methods = [], [], set()
-    depth, in_release = 0, False
-    for raw in body:
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if depth == 0:
-            mm = re.match(r".*?(\w+)\(", line)
-            if mm and not line.startswith("using"):
-                methods.add(mm.group(1))
-                in_release = mm.group(1) == "release_variables"
-            elif line.endswith(";") and not line.startswith("using"):
-                decl = line[:-1].split(" = ")[0]
-                t, _, n = decl.rpartition(" ")
-                members.append((normalise_type(t), n))
-        elif in_release and depth == 1 and line != "}":
-            release.append(line)
-        depth += line.count("{") - line.count("}")
-    return Struct(name, base, tuple(members), tuple(release), frozenset(methods))
+# libtorch's classes are read by the product itself (a patch must match them).
+from autograd_scons.codegen.spec.libtorch_classes import LibtorchClass as Struct  # noqa: E402,F401
+from autograd_scons.codegen.spec.libtorch_classes import normalise_type  # noqa: E402,F401
+from autograd_scons.codegen.spec.libtorch_classes import read_classes as read_structs  # noqa: E402,F401
 
 
 # ------------------------------------------------------------- definitions
@@ -190,7 +131,7 @@ def read_definitions(text: str, op: str) -> Definitions:
 
 def load_op_infos(native_functions, derivatives, tags=None) -> list:
     """Every info that becomes a Function class, derived foreach ones included."""
-    from autograd_scons.codegen.units import load_units
+    from autograd_scons.codegen.engine.units import load_units
     return [u.subject for u in load_units(native_functions, derivatives, tags, kernels=False)]
 
 

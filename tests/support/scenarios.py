@@ -5,7 +5,7 @@ run at two levels: codegen.incremental alone (tests/incremental/test_incremental
 Each scenario is a list of text substitutions in the two spec files and what
 must follow: which Functions are regenerated (their text changed), which are
 removed, the Functions after, and what compiles.  The compile rules
-(codegen/layout.py) with the default layout, which for the tiny extension's
+(codegen/engine/layout.py) with the default layout, which for the tiny extension's
 three Functions is one bucket, and two jobs (two edit TUs), at both levels
 with the override the SCons tool uses on Linux: an edited Function whose
 header did not change compiles in its edit TU and its bucket is not
@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from autograd_scons.codegen.layout import slot_of
+from autograd_scons.codegen.engine.layout import slot_of
 from support.spec_facts import REPO
 
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
@@ -34,6 +34,7 @@ FILES = {"nf": "native_functions.yaml", "d": "derivatives.yaml"}
 OPS = ("MulBackward0", "MulBackward1", "ScaleBackward0")
 BUCKET = "unity/bucket_0.cpp"   # three Functions, -j up to 8: one bucket
 BINDINGS = "python/bindings_0.cpp"  # three Functions: one binding TU
+CACHE_KEY = "cache_key.cpp"      # the digest of the generated code (codegen/emit/cache_key.py)
 JOBS = 2                         # both levels: two edit TUs
 
 MUL_SCALAR = """- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
@@ -70,8 +71,14 @@ class Scenario:
 
     @property
     def sources(self) -> list[str]:
-        """What the update says to compile, in link order: the edit TUs, then the bucket."""
-        return self.edit_tus + [BUCKET, BINDINGS]
+        """What the update says to compile, in link order: the edit TUs, the
+        bucket, the bindings, the digest."""
+        return self.edit_tus + [BUCKET, BINDINGS, CACHE_KEY]
+
+    @property
+    def code_changed(self) -> bool:
+        """Whether any generated text changed: then the digest did too."""
+        return bool(self.regenerated or self.removed)
 
     def apply(self, folder: str) -> None:
         for key, old, new in self.edits:
@@ -79,17 +86,20 @@ class Scenario:
 
     @property
     def objects(self) -> list[str]:
-        """What `scons` compiles from the cold layout: the edit TUs (all new), and the bucket."""
+        """What `scons` compiles from the cold layout: the edit TUs (all new),
+        the bucket, the bindings, the digest."""
         return sorted([os.path.basename(t)[:-4] + ".os" for t in self.edit_tus]
                       + (["bucket_0.os"] if self.bucket_recompiles else [])
-                      + (["bindings_0.os"] if self.bindings_recompile else []))
+                      + (["bindings_0.os"] if self.bindings_recompile else [])
+                      + (["cache_key.os"] if self.code_changed else []))
 
     @property
     def linked(self) -> list[str]:
         """The objects on the link line: a bucket holding shadowed old text is
-        linked as its weakened copy (codegen/weaken.py)."""
+        linked as its weakened copy (codegen/engine/weaken.py)."""
         bucket = "bucket_0.weak.os" if self.shadowed else "bucket_0.os"
-        return sorted([bucket, "bindings_0.os"] + [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])
+        return sorted([bucket, "bindings_0.os", "cache_key.os"] +
+                      [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])
 
 
 def edit(path: str, old: str, new: str) -> None:

@@ -42,8 +42,10 @@ def _tiny_cxx():
 
 # `scons` of the tiny extension (tests/fixtures/tiny_ext) with the stand-in compiler
 TINY_ARGS = ("-j2", f"CXX={_tiny_cxx()}", "EXAMPLE=tests/fixtures/tiny_ext")
-_SKIP = shutil.ignore_patterns(".git", "build", "build-*", "build_*", ".pytest_cache", "*.egg-info",
-                               ".sconsign*", "compile_commands.json", ".benchmarks")
+_SKIP = shutil.ignore_patterns(".git", ".pytest_cache", "*.egg-info", ".sconsign*", "compile_commands.json",
+                               ".benchmarks")
+# build folders, at the top only: site_scons/ has buildenv/build_stamp.py and tool/builders.py
+_BUILD_FOLDERS = shutil.ignore_patterns("build", "build-*", "build_*")
 
 
 def _left_out(folder, names):
@@ -52,6 +54,8 @@ def _left_out(folder, names):
     (copytree keeps both), and they spare every clone's first SCons run
     compiling them again.  The tests' and benchmarks' are not (2 MB a clone)."""
     skipped = set(_SKIP(folder, names))
+    if os.path.abspath(folder) == os.path.abspath(REPO):
+        skipped |= _BUILD_FOLDERS(folder, names)
     rel = os.path.relpath(folder, REPO).split(os.sep)[0]
     if rel in ("tests", "benchmarks") and "__pycache__" in names:
         skipped.add("__pycache__")
@@ -88,7 +92,7 @@ def _remove_if_ours(path, pid):
 
 def extensions_dir():
     """This process's stand-in for ~/.cache/autograd_extensions: where the
-    builds of its tests share their precompiled prelude (buildenv/prelude.py)."""
+    builds of its tests share their precompiled prelude (tool/pch_compilers.py)."""
     if not _extensions_dir:
         # (a test's own pytest run, in a child, shares its parent's: AGF_TEST_EXTENSIONS_DIR)
         given = os.environ.get("AGF_TEST_EXTENSIONS_DIR")

@@ -4,9 +4,9 @@ new`, the build backend autograd_scons.build_meta): not a test module.
 pip runs the backend in a subprocess with the build environment's Python:
 with --no-build-isolation, this one, where `autograd_scons` may be installed
 editable from another checkout.  A folder holding `autograd_scons` as a link
-to this checkout's site_scons/ (its codegen/ inside, by site_scons/codegen),
-put first on PYTHONPATH, makes pip's backend (and SCons under it) this
-checkout's."""
+to this checkout's site_scons/ (whose package registers the checkout's
+codegen/ as autograd_scons.codegen), put first on PYTHONPATH, makes pip's
+backend (and SCons under it) this checkout's."""
 
 import os
 import shutil
@@ -102,8 +102,7 @@ def new_wheel(tmp, name, pythonpath, *config, python=sys.executable):
 
 def checkout_files():
     """The working tree as a fresh clone has it (tracked, and untracked not
-    ignored): files, and links (site_scons/codegen, the generator inside the
-    package)."""
+    ignored): files, and links."""
     out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
                          capture_output=True, text=True, check=True).stdout
     return [p for p in out.split("\0") if p and (os.path.isfile(os.path.join(REPO, p))
@@ -131,6 +130,8 @@ def venv_seeing_this_one(folder, env, pip=False):
     run(cmd + [folder], os.path.dirname(str(folder)), env)
     py = os.path.join(str(folder), "bin", "python")
     purelib = run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], "/", env).stdout.strip()
+    # One statement per folder: Python before 3.12 runs a .pth line where a
+    # comprehension cannot see the line's own `import site` (NameError).
     with open(os.path.join(purelib, "_outer_site.pth"), "w") as f:
-        f.write(f"import site; [site.addsitedir(p) for p in {site.getsitepackages()!r}]\n")
+        f.writelines(f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages())
     return py

@@ -92,13 +92,14 @@ class ExampleOps:
 
     def objects(self, buckets: int, python: bool = True) -> list[str]:
         """The objects a cold build with `buckets` unity buckets compiles (+ the
-        hand-written kernels.cpp, + with `python` the Functions' binding TUs);
-        0: one per unit."""
+        hand-written kernels.cpp, + with `python` the Functions' binding TUs,
+        + the digest of the generated code, codegen/emit/cache_key.py); 0: one
+        per unit."""
         from autograd_scons.codegen.emit.python_bindings import sources
         units = [f"bucket_{i}.os" for i in range(buckets)] if buckets else \
             [f + ".os" for f in self.functions + self.kernels] + ["support.os"]   # (emit/support.py)
         bindings = [os.path.basename(s)[:-len(".cpp")] + ".os" for s in sources(len(self.functions))] if python else []
-        return sorted(units + ["kernels.os"] + bindings)
+        return sorted(units + ["kernels.os", "cache_key.os"] + bindings)
 
 
 def _has_forward_formula(entry: dict) -> bool:

@@ -1,0 +1,106 @@
+"""What a caller asks of the generator for one extension, built once at each
+entry point (the SCons builders `AutogradFunctions` and `AutogradLibrary`,
+load() and load_inline(), a project's build through the backend) from the
+arguments as the user gave them, checked there, and passed on whole.
+
+    request = FunctionsRequest.of("nf.yaml", "derivatives.yaml", pch="auto", unity=4)
+    request.pch.takes_prelude(TUKind.BUCKET, cold_tus=7, family="gcc")
+
+`Pch` is the one policy for the precompiled prelude (docs/compile-layout.md,
+"The precompiled prelude"); every entry point takes the same values with the
+same meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..emit.options import EmitOptions, PatchTarget, parse_python
+from .layout import AUTO, parse_unity, prelude_pays
+from ..tree import TUKind
+
+
+class Pch(enum.Enum):
+    """The precompiled prelude (GCC's `.gch`, clang's `.pch`).
+
+    - OFF: no TU takes it.
+    - ON: every generated TU, and the caller's `pch_sources`, take it.
+    - AUTO: the edit TUs always take it (each formula edit then costs one
+      TU against it; the first edit pays the precompile, unless another
+      build made the same prelude already), and a cold build's other TUs
+      take it only when enough of them do for the precompile to pay
+      (layout.prelude_pays: a count per compiler family).
+    """
+    OFF = "0"
+    ON = "1"
+    AUTO = AUTO
+
+    @classmethod
+    def parse(cls, value) -> "Pch":
+        """`pch=` (True, False, "auto") or `PCH=` from a command line (1, 0,
+        auto).  Raises ValueError with the reason."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+            return cls.ON if value else cls.OFF   # (load() took 1 and 0 as True and False)
+        for member in cls:
+            if isinstance(value, str) and value == member.value:
+                return member
+        raise ValueError(f"pch must be 'auto', True or False, not {value!r}")
+
+    def takes_prelude(self, kind: TUKind, cold_tus: int, family: str = "gcc") -> bool:
+        """Whether a TU of `kind` is compiled against the prelude, in a build
+        whose TUs other than the edit TUs and the digest's (plus the caller's
+        own TUs compiled alongside) number `cold_tus`, by a compiler of `family` ("gcc" or
+        "clang").  Depends on kinds and counts alone, never on the build's
+        history: a setting that flipped with an edit would recompile
+        everything in the middle of an edit loop."""
+        if kind is TUKind.CACHE_KEY:  # one string, no header: the prelude would be its whole cost
+            return False
+        if self is not Pch.AUTO:
+            return self is Pch.ON
+        return kind is TUKind.EDIT or prelude_pays(cold_tus, family)
+
+
+@dataclass(frozen=True)
+class FunctionsRequest:
+    """One extension's generated Functions: its spec files and every option
+    of the generator, the layout and the prelude."""
+    native_functions: str
+    derivatives: str
+    tags: Optional[str] = None
+    emit: EmitOptions = field(default_factory=EmitOptions)
+    unity: Optional[int] = None    # None: the automatic bucket count; 0: one TU per unit
+    pch: Pch = Pch.OFF
+
+    @classmethod
+    def of(cls, native_functions, derivatives, *, tags=None, namespace=None, unity=AUTO,
+           includes=(), pch=False, kernels=True, python=True, patch=None) -> "FunctionsRequest":
+        """The request from keywords as the user gives them (strings from a
+        command line included).  Raises ValueError naming the bad value;
+        an unknown keyword is Python's TypeError."""
+        if isinstance(includes, str):
+            includes = [includes]
+        if isinstance(patch, dict):  # (from_json)
+            patch = PatchTarget(patch["functions_h"], tuple(patch["reference"]),
+                                tuple(patch["hidden_helpers"]), bool(patch["every"]),
+                                tuple(patch["bound_locally"]))
+        emit = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
+                           kernels=bool(kernels), python=parse_python(python), patch=patch)
+        return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch))
+
+    def to_json(self) -> dict:
+        """The request as JSON values (load()'s spec file), for from_json."""
+        return {"native_functions": self.native_functions, "derivatives": self.derivatives,
+                "tags": self.tags, "namespace": self.emit.namespace, "includes": list(self.emit.includes),
+                "kernels": self.emit.kernels, "python": self.emit.python,
+                "unity": AUTO if self.unity is None else self.unity, "pch": self.pch.value,
+                "patch": dataclasses.asdict(self.emit.patch) if self.emit.patch else None}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FunctionsRequest":
+        data = dict(data)
+        return cls.of(data.pop("native_functions"), data.pop("derivatives"), **data)

@@ -1,0 +1,100 @@
+"""The manifest: what the last update wrote, so that the next one can trust it.
+
+It records the digests of the input files, the generator and the options
+(equal: the specs need not even be parsed), each unit's key, which unit owns
+which file, each file's size and mtime when written (a file changed behind
+our back is regenerated), the compile layout and the sources to compile.
+It is versioned and checksummed: anything wrong with it means "start from
+scratch", never "trust it".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .keys import UnitKey, digest, dumps
+from .layout import Layout
+from ..tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)
+from .writer import write_atomic
+
+FORMAT = 3
+_MAGIC = "autograd-functions-manifest"
+
+
+@dataclass
+class Manifest:
+    inputs: dict            # role -> digest of the file's bytes (None: not given)
+    generator: str
+    options: dict
+    units: list[UnitKey]    # emission order
+    files: dict             # relpath -> owning unit ("" for shared files)
+    stats: dict             # relpath -> [size, mtime_ns] when last written/checked
+    layout: Layout
+    sources: list[str]      # relpaths to compile, in order
+
+    def to_json(self) -> dict:
+        return {"inputs": self.inputs, "generator": self.generator, "options": self.options,
+                "units": [k.as_json() for k in self.units], "files": self.files,
+                "stats": self.stats, "layout": self.layout.to_json(), "sources": self.sources}
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Manifest":
+        if not isinstance(d, dict):
+            raise ValueError("not an object")
+        units = [UnitKey(*k) for k in d["units"]]
+        if not all(isinstance(x, str) for k in units for x in k.as_json()):
+            raise ValueError("bad unit record")
+        files, stats, sources = d["files"], d["stats"], d["sources"]
+        if not (isinstance(files, dict) and isinstance(stats, dict) and isinstance(sources, list)
+                and isinstance(d["inputs"], dict) and isinstance(d["options"], dict)
+                and isinstance(d["generator"], str)):
+            raise ValueError("bad field types")
+        return cls(d["inputs"], d["generator"], d["options"], units, files, stats,
+                   Layout.from_json(d["layout"]), sources)
+
+
+def read_manifest(path: str) -> tuple[Optional[Manifest], Optional[str]]:
+    """(manifest, None), (None, None) if there is none, or (None, what is
+    wrong with it)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None, None
+    except IsADirectoryError:
+        return None, "a directory, not a file"
+    except OSError as e:
+        return None, f"unreadable ({e.strerror})"
+    head, nl, body = data.partition(b"\n")
+    parts = head.split(b" ")
+    if len(parts) != 3 or parts[0] != _MAGIC.encode():
+        return None, "not a manifest (bad header)"
+    if parts[1] != str(FORMAT).encode():
+        return None, f"format {parts[1].decode(errors='replace')!r}, expected {FORMAT}"
+    if not nl or digest(body).encode() != parts[2]:
+        return None, "checksum mismatch (corrupt, truncated or edited)"
+    try:
+        return Manifest.from_json(json.loads(body)), None
+    except (ValueError, KeyError, TypeError) as e:
+        return None, f"malformed ({e})"
+
+
+def discard_manifest(path: str) -> None:
+    """From here until the next write_manifest the tree is "unknown": a
+    crash in between makes the next run start from scratch.  The name is
+    ours, so whatever stands there (a directory too) goes."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        shutil.rmtree(path)
+
+
+def write_manifest(path: str, m: Manifest) -> None:
+    body = dumps(m.to_json()).encode()
+    write_atomic(path, f"{_MAGIC} {FORMAT} {digest(body)}\n".encode() + body)

@@ -1,0 +1,3 @@
+void will_release_variables() override {
+  retain_variables = false;
+}

@@ -1,0 +1,3 @@
+if (_any_has_fw_grad) {
+  ${body}
+}

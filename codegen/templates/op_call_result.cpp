@@ -1,0 +1,4 @@
+auto _result = ([&]() {
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return op.call(${args});
+})();

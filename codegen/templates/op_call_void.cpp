@@ -1,0 +1,4 @@
+{
+  at::AutoDispatchBelowADInplaceOrView guard;
+  op.call(${args});
+}

@@ -1,0 +1,1 @@
+check_inplace(self, _any_requires_grad);

@@ -1,0 +1,5 @@
+${results}
+if (grad_fn) {
+  ${set_history}
+  ${save}
+}

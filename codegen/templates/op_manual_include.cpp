@@ -1,0 +1,1 @@
+#include <torch/csrc/autograd/FunctionsManual.h>

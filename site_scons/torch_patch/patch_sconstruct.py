@@ -1,0 +1,48 @@
+# SConstruct of `patch-torch` (autograd_scons.torch_patch.build), run by
+# runner.run_scons as `scons -f <this file>` in the patch's folder: not a
+# module to import.  It reads the request (patch_spec.json there, written by
+# build.py) and builds through the environment every build uses
+# (buildenv/environment.py): the same tool, layout, precompiled prelude,
+# CacheDir and LAUNCHER.  The generator runs in patch mode (codegen/engine/patch_selection.py:
+# which Functions, and the refusals, before anything compiles).
+# Outputs: gen/ (generated), src0/ (FunctionsManual.cpp's object, with
+# --functions-manual), obj/libautograd_torch_patch.so (build.py publishes a copy).
+import json
+import os
+
+from autograd_scons.buildenv import environment, runner, build_stamp
+from autograd_scons.codegen.engine.update_report import report
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
+from autograd_scons.torch_patch.build import LIBRARY, SPEC
+from autograd_scons.tool import closing_report as tool_report
+
+DefaultEnvironment(tools=[])
+
+with open(SPEC) as f:
+    spec = json.load(f)
+request = FunctionsRequest.from_json(spec["functions"])
+vars = Variables(None, ARGUMENTS)
+environment.add_variables(vars)
+env, facts = environment.environment(vars, cuda=lambda env: False)
+# Every symbol resolved at the link: a patch using something libtorch keeps
+# local fails here, with its name, never when a program preloads it.
+env.Append(LINKFLAGS=["-Wl,-z,defs"])
+
+own = []
+if spec["functions_manual"]:
+    env.VariantDir("src0", os.path.dirname(spec["functions_manual"]), duplicate=False)
+    own.append(env.File(os.path.join("src0", os.path.basename(spec["functions_manual"]))))
+objects = env.AutogradFunctions("gen", request=request, pch_sources=own)
+print(f"{runner.GENERATED_TAG}objects={len(objects)}", flush=True)
+if tool_report.REPORT.records:
+    print(f"{runner.GENERATED_TAG}generated gen/: {report(tool_report.REPORT.records[-1].result)}",
+          flush=True)
+lib = env.SharedLibrary(os.path.join("obj", LIBRARY), objects, SHLIBPREFIX="", SHLIBSUFFIX="")
+package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
+target = request.emit.patch
+build_stamp.record_inputs(lib, build_stamp.INPUTS,
+                     extra=[SPEC, os.path.join(package, "torch_patch", "patch_sconstruct.py"), target.functions_h]
+                     + [p for p in (request.native_functions, request.derivatives, request.tags,
+                                    *target.reference, spec["functions_manual"]) if p],
+                     code_roots=build_stamp.tool_code_roots())
+Default(lib)

@@ -1,0 +1,147 @@
+"""The proof of the generator on torch's own ops: every Function that
+`patch-torch --all` can build from torch's unedited specs replaces
+libtorch's own in a child process, and PyTorch's OpInfo samples give
+byte-identical forwards, first- and second-order gradients and compiled
+autograd gradients with and without it (tests/support/opinfo_diff.py).
+The harness sees a patch: with one formula planted wrong, exactly the ops
+whose graphs reach that Function differ.  Compile tier (one cold build of
+the ~450 Functions, then three OpInfo runs, each as two processes); the
+cuda tier runs the same module under torch 2.14.1, on CPU tensors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from support.functions_reference import installed_functions_h, read_structs
+from support.opinfo_diff import counts, differing_ops, equal_gradients, ops_reaching, read_run
+from support.patch_helpers import edited_specs, environ, patch_torch
+
+# (slow: its group starts first in a parallel run, tests/conftest.py)
+pytestmark = [pytest.mark.compile, pytest.mark.slow,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="patching libtorch needs ELF (Linux)")]
+
+PLANTED = "SinBackward0"
+SIN = ("- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj()\n",
+       "- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj() + 1\n")
+SHARDS = 2
+COMPILED_EVERY = 12   # compiled autograd on every 12th op's first float64 sample
+
+
+def _run_all(env, tmp, runs):
+    """{name: records}: each run ([prefix argv...] before the harness) as
+    SHARDS processes, all started at once."""
+    procs = {}
+    for name, prefix in runs.items():
+        for i in range(SHARDS):
+            out = os.path.join(str(tmp), f"{name}.{i}.jsonl")
+            cmd = [*prefix, sys.executable, "-m", "support.opinfo_diff", out, f"--shard={i}/{SHARDS}",
+                   f"--compiled-every={COMPILED_EVERY}"]
+            procs[(name, out)] = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                  text=True)
+    results, headers = {}, {}
+    for (name, out), proc in procs.items():
+        text = proc.communicate()[0]
+        assert proc.returncode == 0, text[-3000:]
+        header, records = read_run(out)
+        headers.setdefault(name, header)
+        results.setdefault(name, {}).update(records)
+    return results, headers
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("opinfo")
+    # One string hash in every child: some OpInfos order their samples by
+    # iterating over a set (meshgrid's), which would differ run to run.
+    env = environ(tmp, PYTHONHASHSEED="0")
+    folder = tmp / "all"
+    built = patch_torch(env, folder, "--all")
+    assert built.returncode == 0, built.stderr
+    with open(folder / "gen" / "patch.json") as f:
+        summary = json.load(f)
+    preload = [sys.executable, "-m", "autograd_scons", "run-patched", str(folder), "--"]
+    results, headers = _run_all(env, tmp, {"plain": [], "patched": preload})
+    # the same folder with one formula planted wrong: one TU, then every op again
+    planted = patch_torch(env, folder, "--all", "--derivatives", edited_specs(tmp, SIN))
+    assert planted.returncode == 0, planted.stderr
+    more, _ = _run_all(env, tmp, {"planted": preload})
+    results.update(more)
+    return summary, results, headers, built.stdout + planted.stdout, env, tmp
+
+
+def test_all_patches_at_least_400_functions_and_says_why_not_the_rest(runs):
+    summary, _, headers, stdout, _, _ = runs
+    patched = summary["patched"]
+    assert len(patched) >= 400, stdout
+    # every class of libtorch's is patched or left out by a reason, with counts in the report
+    with open(installed_functions_h()) as f:
+        classes = set(read_structs(f.read()))
+    left_out = [n for names in summary["left_out"].values() for n in names]
+    assert sorted(patched + left_out) == sorted(classes)
+    for why, names in summary["left_out"].items():
+        assert f"left out {len(names)}: {why}" in stdout
+    # the child ran with every one of them in effect, and the plain one with none
+    assert headers["patched"]["patched"] == sorted(patched) and headers["plain"]["patched"] == []
+    print(stdout)
+
+
+def _left_out(env, tmp, plain, suspects):
+    """The ops among `suspects` that differ from themselves without a patch
+    (run twice again, unpatched): {op: reason}."""
+    if not suspects:
+        return {}
+    runs = []
+    for i in range(2):
+        out = os.path.join(str(tmp), f"again{i}.jsonl")
+        runs.append((out, subprocess.Popen(
+            [sys.executable, "-m", "support.opinfo_diff", out, "--ops", ",".join(sorted(suspects)),
+             f"--compiled-every={COMPILED_EVERY}"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)))
+    differ = set()
+    for out, proc in runs:
+        text = proc.communicate()[0]
+        assert proc.returncode == 0, text[-3000:]
+        _, again = read_run(out)
+        # (compiled autograd ran on every 12th op of the whole list: compare what both have)
+        mine = {k: dict(r) for k, r in plain.items() if r["op"] in suspects and k in again}
+        for k, r in again.items():
+            if ("compiled" in r) != ("compiled" in mine.get(k, {})):
+                r.pop("compiled", None)
+                mine.get(k, {}).pop("compiled", None)
+        differ |= differing_ops(mine, again)
+    return {op: "differs from itself without the patch" for op in differ}
+
+
+def test_every_gradient_is_byte_identical_with_the_patch(runs, record_property):
+    summary, results, _, _, env, tmp = runs
+    plain, patched = results["plain"], results["patched"]
+    assert set(plain) == set(patched)
+    differ = differing_ops(plain, patched)
+    left_out = _left_out(env, tmp, plain, differ)
+    c = counts(plain, set(left_out))
+    reached = set(summary["patched"]) & {n for r in patched.values() if r["op"] not in left_out
+                                         for n in r.get("reached", ())}
+    line = (f"{c['ops']} ops, {c['samples']} samples, {c['gradients']} gradients compared, "
+            f"{equal_gradients(plain, patched, set(left_out))} equal; {len(reached)} distinct patched "
+            f"Functions reached (of {len(summary['patched'])}); left out: {left_out or 'none'}")
+    print(line)
+    record_property("summary", line)
+    assert sorted(differ - set(left_out)) == []
+    assert len(left_out) <= 5, left_out
+    assert c["ops"] >= 500 and c["gradients"] > 40000
+    assert len(reached) >= 250
+
+
+def test_a_planted_formula_differs_on_exactly_the_ops_that_reach_it(runs):
+    summary, results, _, _, env, tmp = runs
+    assert PLANTED in summary["patched"]
+    plain, planted = results["plain"], results["planted"]
+    reaching = ops_reaching(results["patched"], PLANTED)
+    differ = differing_ops(plain, planted)
+    left_out = set(_left_out(env, tmp, plain, differ - reaching))
+    print(f"{PLANTED} planted: {len(reaching)} ops reach it: {sorted(reaching)}")
+    assert len(reaching) >= 3 and "sin" in reaching
+    assert differ - left_out == reaching - left_out

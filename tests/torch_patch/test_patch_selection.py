@@ -1,0 +1,170 @@
+"""Which Functions a patch of libtorch's own defines, and what it refuses
+(codegen/engine/patch_selection.py), on small specs in ATen's shape whose
+"installed" classes are our own rendering of the unedited specs."""
+
+import os
+
+import pytest
+
+from autograd_scons.codegen.emit.functions import render_op
+from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, EmitOptions, PatchTarget
+from autograd_scons.codegen.errors import SpecError
+from autograd_scons.codegen.engine.incremental import Request, update
+from autograd_scons.codegen.engine.patch_selection import BOUND_LOCALLY, HIDDEN_HELPER, called, select
+from autograd_scons.codegen.tree import PATCH_REFERENCE, PATCH_SUMMARY
+from autograd_scons.codegen.engine.units import load_units
+
+NATIVE = """\
+- func: sin(Tensor self) -> Tensor
+- func: cos(Tensor self) -> Tensor
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+- func: eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
+- func: angle(Tensor self) -> Tensor
+"""
+SIN = "- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj()\n"
+DERIVATIVES = SIN + """
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: grad * other
+  other: grad * self
+
+- name: eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
+  self: zeros_like(self)
+
+- name: angle(Tensor self) -> Tensor
+  self: angle_backward(grad, self)
+"""
+# What libtorch keeps local, as torch_library.py reads it off the library.
+HIDDEN = ("TypeAndSize::zeros", "angle_backward")
+
+
+@pytest.fixture
+def specs(tmp_path):
+    """(write(derivatives text) -> its path, a PatchTarget maker, the output folder)."""
+    nf = tmp_path / "native_functions.yaml"
+    nf.write_text(NATIVE)
+    reference = tmp_path / "derivatives.yaml"
+    reference.write_text(DERIVATIVES)
+    # libtorch's declarations: the unedited specs' classes, as our emitter declares them
+    opts = EmitOptions(namespace="autograd_ext::generated")
+    headers = [text for u in load_units(str(nf), str(reference), kernels=False)
+               for path, text in render_op(u.subject, opts).items() if path.endswith(".h")]
+    functions_h = tmp_path / "Functions.h"
+    functions_h.write_text("\n".join(headers))
+
+    def write(text):
+        path = tmp_path / "edited.yaml"
+        path.write_text(text)
+        return str(path)
+
+    def target(**kw):
+        kw.setdefault("hidden_helpers", HIDDEN)
+        return PatchTarget(str(functions_h), (str(nf), str(reference), None), **kw)
+
+    out = tmp_path / "gen"
+    out.mkdir()
+    return write, target, str(nf), str(out)
+
+
+def chosen(specs, text, **kw):
+    write, target, nf, out = specs
+    return select(load_units(nf, write(text), kernels=False), target(**kw), out)
+
+
+def test_unedited_specs_patch_nothing_and_an_edit_patches_its_function(specs):
+    assert chosen(specs, DERIVATIVES).units == []
+    edited = chosen(specs, DERIVATIVES.replace("self.cos().conj()", "self.cos().conj() * 3"))
+    assert [u.name for u in edited.units] == edited.edited == ["SinBackward0"]
+
+
+def test_all_patches_what_can_be_and_counts_the_rest_by_reason(specs):
+    s = chosen(specs, DERIVATIVES, every=True)
+    assert [u.name for u in s.units] == ["SinBackward0", "MulBackward0"] and s.edited == []
+    assert s.left_out == {HIDDEN_HELPER: ["EqBackward0", "AngleBackward0"]}
+    assert s.helpers == {"TypeAndSize::zeros": ["EqBackward0"], "angle_backward": ["AngleBackward0"]}
+    bound = chosen(specs, DERIVATIVES, every=True, bound_locally=("MulBackward0",))
+    assert bound.left_out[BOUND_LOCALLY] == ["MulBackward0"]
+
+
+def test_an_edit_that_saves_another_value_is_refused_at_its_entry(specs):
+    text = DERIVATIVES.replace("grad * self.cos().conj()", "grad * result.cos().conj()")
+    with pytest.raises(SpecError) as e:
+        chosen(specs, text)
+    assert (e.value.line, e.value.entry) == (1, "sin(Tensor self) -> Tensor")
+    assert "saves result_" in str(e.value) and "PyTorch rebuilt" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_a_new_entry_is_refused(specs):
+    text = DERIVATIVES + "\n- name: cos(Tensor self) -> Tensor\n  self: -grad * self.sin().conj()\n"
+    with pytest.raises(SpecError, match="'CosBackward0' is not a class of the installed libtorch.*rebuilt"):
+        chosen(specs, text)
+
+
+def test_an_edited_formula_using_a_hidden_helper_is_refused_unless_functions_manual(specs):
+    text = DERIVATIVES.replace("angle_backward(grad, self)", "angle_backward(grad, self) * 2")
+    with pytest.raises(SpecError, match="uses angle_backward, which libtorch does not export.*--functions-manual"):
+        chosen(specs, text)
+    # FunctionsManual.cpp compiled in: nothing is hidden
+    assert [u.name for u in chosen(specs, text, hidden_helpers=()).units] == ["AngleBackward0"]
+    # a member of a saved value's class (libtorch keeps TypeAndSize::zeros local)
+    with pytest.raises(SpecError, match="uses TypeAndSize::zeros"):
+        chosen(specs, DERIVATIVES.replace("self: zeros_like(self)", "self: zeros_like(self) * 2"))
+
+
+def test_called_names_the_helpers_and_the_saved_values_members(specs):
+    write, target, nf, out = specs
+    infos = {u.name: u.subject for u in load_units(nf, write(DERIVATIVES), kernels=False)}
+    assert {"TypeAndSize::zeros"} <= called(infos["EqBackward0"])
+    assert "angle_backward" in called(infos["AngleBackward0"])
+    assert "cos" not in called(infos["SinBackward0"])   # a member call on a tensor is not a helper
+
+
+def test_the_references_digests_are_kept_and_a_damaged_copy_is_made_again(specs, monkeypatch):
+    write, target, nf, out = specs
+    chosen(specs, DERIVATIVES)
+    cache = os.path.join(out, PATCH_REFERENCE)
+    assert os.path.isfile(cache)
+    import autograd_scons.codegen.engine.patch_selection as ps
+    loads = []
+    monkeypatch.setattr(ps, "load_units", lambda *a, **k: loads.append(a) or load_units(*a, **k))
+    chosen(specs, DERIVATIVES)
+    assert loads == []
+    with open(cache, "w") as f:
+        f.write("{not json")
+    assert chosen(specs, DERIVATIVES.replace("* other", "* other * 2")).edited == ["MulBackward0"]
+    assert len(loads) == 1
+
+
+def test_a_patch_tree_defines_libtorchs_classes_and_records_the_selection(specs):
+    write, target, nf, out = specs
+    opts = EmitOptions(namespace=LIBTORCH_NAMESPACE, includes=("torch/csrc/autograd/FunctionsManual.h",),
+                       kernels=False, python=False, patch=target(every=True))
+    result = update(out, nf, write(DERIVATIVES), request=Request(opts, unity=0))
+    assert sorted(result.units) == ["MulBackward0", "SinBackward0"]
+    files = sorted(os.path.relpath(os.path.join(d, f), out) for d, _, fs in os.walk(out) for f in fs
+                   if not f.startswith("."))
+    assert "Functions.h" not in files and not any(f.startswith("functions/") and f.endswith(".h") for f in files)
+    # it defines no op: nothing of it keys torch.compile's caches (codegen/emit/cache_key.py)
+    assert "cache_key.cpp" not in files and "cache_key.cpp" not in result.sources
+    with open(os.path.join(out, "support.cpp")) as f:
+        assert "cache_key_tag" not in f.read()
+    with open(os.path.join(out, "functions", "SinBackward0.cpp")) as f:
+        text = f.read()
+    assert "#include <torch/csrc/autograd/generated/Functions.h>" in text
+    assert "namespace torch::autograd::generated {" in text
+    with open(os.path.join(out, "load_check.h")) as f:
+        assert "inline void check_loaded() {}" in f.read()   # nothing refused: the classes are libtorch's
+    with open(os.path.join(out, "prelude_impl.h")) as f:
+        assert "inline void copy_range" not in f.read()   # libtorch's own, beside ours, would be ambiguous
+    with open(os.path.join(out, PATCH_SUMMARY)) as f:
+        assert '"uses a helper libtorch does not export": [\n   "EqBackward0"' in f.read()
+
+
+def test_libtorchs_namespace_stays_refused_to_extensions():
+    with pytest.raises(ValueError, match="libtorch's own"):
+        EmitOptions(namespace=LIBTORCH_NAMESPACE)
+    target = PatchTarget("Functions.h", ("nf", "d", None))
+    with pytest.raises(ValueError, match="without kernels or Python bindings"):
+        EmitOptions(namespace=LIBTORCH_NAMESPACE, patch=target)
+    with pytest.raises(ValueError):
+        EmitOptions(namespace="myops::autograd", kernels=False, python=False, patch=target)
