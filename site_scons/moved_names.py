@@ -71,7 +71,7 @@ def _joined(old: str, homes: list) -> types.ModuleType:
                 return getattr(module, name)
         raise AttributeError(f"{PACKAGE}.{old} (now {new_place(old)}) has no attribute {name!r}")
 
-    view.__getattr__ = lookup
+    setattr(view, "__getattr__", lookup)   # a module's __getattr__ (PEP 562)
     return view
 
 

@@ -110,7 +110,8 @@ def sccache_verdict(environ) -> Optional[str]:
     where = redis_endpoint(url)
     if where is None:
         return None
-    reason = why_not(*where, redis=True)
+    host, port = where
+    reason = why_not(host, port, redis=True)
     if reason is None:
         return None
     return (f"scons: warning: LAUNCHER=sccache: its cache {url} does not answer ({reason}): "

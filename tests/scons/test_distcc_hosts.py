@@ -15,7 +15,8 @@ clones, this checkout and torch's package do not exist.
   exit 2, no object written).
 
 The fault builds compile the example without its Python bindings and with
-two buckets (PYTHON=0 UNITY=2: 3 TUs at -O0, ~10 s of CPU each) to keep
+two buckets (PYTHON=0 UNITY=2: 4 TUs at -O0, the buckets and kernels.cpp ~10 s of CPU each, the
+cache key's digest ~1 s) to keep
 the compile tier short.
 """
 
@@ -39,7 +40,7 @@ pytestmark = [pytest.mark.compile, pytest.mark.slow]
 LIB = os.path.join("build", "example", "myops_ext.so")
 EXAMPLE = ("UNITY=2", "PCH=0", "OPT=-O0")
 SMALL = ("UNITY=2", "PCH=0", "OPT=-O0", "PYTHON=0")
-SMALL_TUS = ["bucket_0.cpp", "bucket_1.cpp", "kernels.cpp"]
+SMALL_TUS = ["bucket_0.cpp", "bucket_1.cpp", "cache_key.cpp", "kernels.cpp"]
 # A host whose link is down is noticed when a read from it waits this long.
 IO_TIMEOUT_S = 40
 # distcc's words for a compile it ran here after all (naming the source, or,
@@ -124,7 +125,7 @@ def test_distcc_compiles_on_both_hosts_and_nowhere_else(net, daemons, tmp_path):
     env = client_env(tmp_path, [a.entry, b.entry], DISTCC_FALLBACK="0")
     out, err = ok(build(net, root, *EXAMPLE, "-j2", "LAUNCHER=distcc", env=env))
     built = sources(out)
-    assert built == ["bindings_0.cpp", "bucket_0.cpp", "bucket_1.cpp", "kernels.cpp"]
+    assert built == ["bindings_0.cpp", "bucket_0.cpp", "bucket_1.cpp", "cache_key.cpp", "kernels.cpp"]
     on_a, on_b = remote_ok(a), remote_ok(b)
     assert on_a and on_b, (on_a, on_b)
     # every compile ran on a host, each once, and none here
