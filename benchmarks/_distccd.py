@@ -33,6 +33,12 @@ WHITELIST = "/usr/lib/distcc"
 _SUMMARY = re.compile(r"\(dcc_job_summary\) client: \S+ (\w+) .*?time:(\d+)ms \S+ (\S+)\s*$")
 
 
+def job_summaries(log: str) -> list[tuple[str, int, str]]:
+    """(status such as COMPILE_OK, milliseconds, source as distccd names it)
+    per job line of a distccd log (a connection without a job has no source)."""
+    return [(m[1], int(m[2]), m[3]) for m in map(_SUMMARY.search, log.splitlines()) if m]
+
+
 def missing() -> str | None:
     """Why distcc cannot be used here, or None."""
     absent = [p for p in ("distcc", "distccd") if not shutil.which(p)]
@@ -119,7 +125,7 @@ class Daemon:
 
     def compiles(self) -> list[tuple[str, int, str]]:
         """(status such as COMPILE_OK, milliseconds, source as distccd names it) per job."""
-        return [(m[1], int(m[2]), m[3]) for m in map(_SUMMARY.search, self.log_text().splitlines()) if m]
+        return job_summaries(self.log_text())
 
     def stop(self) -> None:
         """SIGTERM to the daemon's process group, SIGKILL after 10 s; then

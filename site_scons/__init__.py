@@ -26,6 +26,11 @@ From Python: `from autograd_scons import load, load_inline`, and
 replaces in this process).  Every error meant for a person to read derives
 from `autograd_scons.Error` (one line: what is wrong, where, what to do),
 load()'s `LoadError` among them.
+
+The modules that were at the top of this package before it became one
+(`from autograd_scons import torch_flags, verified_cache`, ...) still
+import from here, with a DeprecationWarning naming their new place
+(moved_names.py).
 """
 
 import os
@@ -70,4 +75,8 @@ def __getattr__(name):
     if name in ("patched_functions", "PatchNotInEffect"):
         from autograd_scons.torch_patch import run
         return getattr(run, name)
+    if not name.startswith("_"):
+        import autograd_scons.moved_names as moved
+        if name in moved.MOVED:
+            return moved.resolve(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,6 +22,7 @@ import SCons.Errors
 import SCons.Script as S
 
 from autograd_scons.buildenv import cuda_flags
+from autograd_scons.buildenv import launcher_reach
 from autograd_scons.buildenv import prelude_folders
 from autograd_scons.buildenv import torch_flags
 from autograd_scons.buildenv import unfinished_build
@@ -62,8 +63,12 @@ def add_variables(vars):
 
 def environment(vars, cuda):
     """(env, torch facts) configured from `vars`; exits with one line on bad values."""
-    env = S.Environment(tools=["gcc", "g++", "gnulink", "ar"], variables=vars,
-                        ENV={"PATH": os.environ.get("PATH", "")})
+    # The compilers, the linker and the launchers run in the user's whole
+    # environment, as torch.utils.cpp_extension runs them (a CXX wrapper's
+    # settings, ccache/sccache/distcc's, credentials): SCons's default of
+    # PATH alone would drop them.  ENV is in no signature: a variable that
+    # changes recompiles nothing.
+    env = S.Environment(tools=["gcc", "g++", "gnulink", "ar"], variables=vars, ENV=dict(os.environ))
     S.Help(vars.GenerateHelpText(env), append=True)
     unknown = vars.UnknownVariables()
     if unknown:
@@ -178,10 +183,8 @@ def _launcher(env):
     if not _found(env, program):
         print(f"scons: *** LAUNCHER {program!r}: program not found", file=sys.stderr)
         S.Exit(2)
-    # The tool puts $AUTOGRAD_LAUNCHER before every compile, inside $( $).
+    # The tool puts $AUTOGRAD_LAUNCHER before every compile, inside $( $);
+    # what the launcher reads (hosts, cache backends, credentials) is in ENV.
     env["AUTOGRAD_LAUNCHER"] = launcher
-    # What the launchers read from the environment (hosts, cache backends and
-    # their credentials, state folders).  ENV is not in any signature.
-    env["ENV"].update({k: v for k, v in os.environ.items()
-                       if k.startswith(("DISTCC_", "SCCACHE_", "CCACHE_", "ICECC_", "AWS_", "XDG_"))
-                       or k in ("HOME", "TMPDIR", "GOOGLE_APPLICATION_CREDENTIALS")})
+    # distcc's hosts or sccache's Redis not answering: one line, once per build.
+    launcher_reach.guard(env, launcher)

@@ -209,7 +209,10 @@ LAYERS = [
     ("autograd_scons.__main__", ["autograd_scons.codegen*", "autograd_scons.ship*", "autograd_scons.torch_patch*"], ()),
     ("autograd_scons.site_tools.*", ["autograd_scons.tool*"], ()),
     ("autograd_scons.site_init", [], ()),
-    ("autograd_scons", ["autograd_scons.codegen.errors", "autograd_scons.jit*", "autograd_scons.torch_patch.run"], ()),
+    # the old top-level names (moved_names.py): it imports their new places by name, on first use
+    ("autograd_scons.moved_names", [], ("SCons", "torch")),
+    ("autograd_scons", ["autograd_scons.codegen.errors", "autograd_scons.jit*", "autograd_scons.torch_patch.run",
+                        "autograd_scons.moved_names"], ()),
 ]
 
 

@@ -15,4 +15,8 @@ Import them as `from support.scons_helpers import scons` or
   twin_extensions      two one-op extensions for the namespace-clash tests
   torchgen_reference, functions_reference, python_reference
                        what torchgen and libtorch produce, for comparisons
+  netns_hosts          test hosts: network namespaces on veth links, the project's tree hidden
+  host_servers         what those hosts run: distccd, Redis, sccache-dist, a server that
+                       accepts and closes (accept_and_close, run as a program)
+  processes            running processes found by an entry of their environment
 """

@@ -16,8 +16,8 @@
 # which torch.ops.load_library can dlopen (tests/python/test_load*.py).  A file
 # `.fakecxx_stall` in the folder it runs in, holding `<compile|link>:<marker>`,
 # makes that step write half its output, create the marker file, and wait a
-# minute before finishing: a window for a test to kill the build in (SCons
-# passes no environment variables to its commands).
+# minute before finishing: a window for a test to kill the build in (a file
+# in the folder, not a variable, so that it stalls only the builds run there).
 set -e
 
 out= prev= step=link shared=
