@@ -103,9 +103,7 @@ def ext(tmp_path_factory):
     assert sorted(p.name for p in (root / "gen" / "ops").iterdir()) == sorted(f"roundtrip_{op}{ext}" for op in OPS
                                                                               for ext in (".cpp", ".h"))
     (root / "build").mkdir()
-    # cache_key.cpp: the digest that support.cpp (in the bucket) adds to torch.compile's cache key tag
-    cpp_extension.load("autograd_ext_roundtrip", [str(root / "kernels.cpp"), str(root / "generated.cpp"),
-                                                  str(root / "gen" / "cache_key.cpp")],
+    cpp_extension.load("autograd_ext_roundtrip", [str(root / "kernels.cpp"), str(root / "generated.cpp")],
                        extra_cflags=["-O0", "-w"], extra_include_paths=[str(root / "include"), str(root)],
                        build_directory=str(root / "build"), is_python_module=False, verbose=False)
     return torch.ops.roundtrip
