@@ -12,7 +12,9 @@ Tiers (markers):
             stamps and planted links of test_load_trust.py, the edit kinds
             of test_load.py), a random hunt
             (test_load_random.py), or loads the machine for long (the full
-            disk of test_load_trust.py).
+            disk of test_load_trust.py), or is one of the slowest stand-in
+            builds, whose kind the fast tier keeps a test of (FULL_TIER
+            below: the fast tier stays under a minute on 2 cores).
             `python -m pytest -q -m "not compile"` is the fast tier;
             `python -m pytest -q` runs everything.
   slow      slow for another reason (large subprocess runs); still in the
@@ -73,10 +75,58 @@ def _group(item) -> str:
     return "torchgen_reference" if module.rpartition(".")[2] in TORCHGEN_REFERENCE else module
 
 
+# The slowest tests that compile nothing (2.5 s and more of a loaded
+# worker's time each), run in the full tier only; the fast tier keeps one
+# test of each kind beside them: an edit through load() (test_load.py's
+# formula edit, a second process, a killed builder), a swapped library and
+# a killed build undone (test_load_trust.py), the scons kills
+# (test_interrupted_builds.py), a failed wheel build and another torch
+# (test_ship.py), a damaged shared prelude, a merged wheel, the launcher's
+# cache hits, torchgen's reference.  Module file -> test names.
+FULL_TIER = {
+    "tests/python/test_load_trust.py": {"test_umask_000_still_makes_private_folders_and_files",
+                                        "test_a_read_only_install_builds_and_loads",
+                                        "test_two_extensions_and_two_folders_at_once",
+                                        "test_a_damaged_stamp_is_a_rebuild",
+                                        "test_each_build_folder_keeps_its_own_database",
+                                        "test_another_user_cannot_write_the_cache"},
+    "tests/scons/test_interrupted_builds.py": {"test_an_editable_rebuild_interrupted_then_undone_gives_the_undone_library",
+                                               "test_an_editable_import_never_trusts_a_library_changed_behind_its_back"},
+    "tests/python/test_load.py": {"test_a_failed_load_shows_no_internal_frames",
+                                  "test_the_prelude_is_precompiled_only_where_it_pays",
+                                  "test_load_inline_from_strings"},
+    "tests/generator/test_compile_torch_specs.py": {"test_buckets_cover_every_function_once"},
+    "tests/scons/test_merge_wheels.py": {"test_the_loader_picks_the_running_torchs_minor_and_build"},
+    "tests/scons/test_launcher.py": {"test_switching_the_launcher_on_and_off_recompiles_nothing"},
+    "tests/scons/test_ship.py": {"test_an_unchanged_editable_import_runs_no_scons",
+                                 "test_the_wheel_holds_the_package_and_its_library_only",
+                                 "test_the_cpu_build_says_in_one_line_that_no_cuda_kernel_is_built",
+                                 "test_a_second_wheel_of_the_unchanged_project_compiles_nothing",
+                                 "test_a_wheel_built_from_the_sdist_has_the_same_files",
+                                 "test_a_failed_editable_rebuild_is_an_import_error_with_the_first_error",
+                                 "test_config_settings_reach_scons_and_python_0_is_a_py3_none_wheel",
+                                 "test_two_copies_of_the_project_give_the_same_wheel_bytes",
+                                 "test_an_edited_formula_is_rebuilt_on_the_next_import"},
+    "tests/incremental/test_emit_output.py": {"test_generation_is_byte_identical_in_any_folder"},
+    "tests/scons/test_shared_prelude.py": {"test_two_extensions_share_one_prelude_and_a_flag_change_makes_another",
+                                           "test_a_home_that_cannot_be_written_keeps_the_prelude_in_the_build_folder",
+                                           "test_load_takes_the_prelude_in_a_cold_build_under_clang_only"},
+    "tests/scons/test_build_failures.py": {"test_two_builds_of_one_tree_never_interleave"},
+    "tests/nvcc/test_cuda_build.py": {"test_the_launcher_goes_before_nvcc_out_of_the_signature"},
+    "tests/incremental/test_native_cache.py": {"test_the_records_round_trip_torch_specs"},
+    "tests/scons/test_pch_policy.py": {"test_scons_pch_auto_is_loads_auto"},
+    "tests/python/test_one_package.py": {"test_an_scons_build_holds_each_module_under_one_name"},
+}
+
+
 def pytest_itemcollected(item):
     """Each test's pytest-xdist group (`--dist loadgroup`, setup.cfg): its
-    module, or the group of modules that share one costly reference."""
+    module, or the group of modules that share one costly reference; and
+    the full tier's mark on FULL_TIER's tests."""
     item.add_marker(pytest.mark.xdist_group(_group(item)))
+    module = os.path.relpath(str(item.path), REPO).replace(os.sep, "/")
+    if getattr(item, "originalname", item.name) in FULL_TIER.get(module, ()):
+        item.add_marker(pytest.mark.compile)
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselected what does not run
