@@ -115,12 +115,25 @@ def _left_out(env, tmp, plain, suspects):
     return {op: "differs from itself without the patch" for op in differ}
 
 
+def _forward_only(plain, patched, ops) -> dict:
+    """The ops among `ops` whose every gradient is the same with the patch
+    and whose forward differs: a patch defines Functions' members only, no
+    forward code, so the op's forward differs from itself (linalg.lstsq's,
+    now and then: CI's run on 2026-12-04 found it so, where two unpatched
+    reruns happened to agree with the first): {op: reason}."""
+    grads = ("grad", "gradgrad", "compiled")
+    same = {op for op in ops
+            if all(r.get(x) == patched[k].get(x) for k, r in plain.items() if r["op"] == op for x in grads)}
+    return {op: "its forward differs, its gradients do not" for op in same}
+
+
 def test_every_gradient_is_byte_identical_with_the_patch(runs, record_property):
     summary, results, _, _, env, tmp = runs
     plain, patched = results["plain"], results["patched"]
     assert set(plain) == set(patched)
     differ = differing_ops(plain, patched)
-    left_out = _left_out(env, tmp, plain, differ)
+    forward_only = _forward_only(plain, patched, differ)
+    left_out = {**forward_only, **_left_out(env, tmp, plain, differ - set(forward_only))}
     c = counts(plain, set(left_out))
     reached = set(summary["patched"]) & {n for r in patched.values() if r["op"] not in left_out
                                          for n in r.get("reached", ())}
@@ -141,7 +154,8 @@ def test_a_planted_formula_differs_on_exactly_the_ops_that_reach_it(runs):
     plain, planted = results["plain"], results["planted"]
     reaching = ops_reaching(results["patched"], PLANTED)
     differ = differing_ops(plain, planted)
-    left_out = set(_left_out(env, tmp, plain, differ - reaching))
+    forward_only = set(_forward_only(plain, planted, differ - reaching))
+    left_out = forward_only | set(_left_out(env, tmp, plain, differ - reaching - forward_only))
     print(f"{PLANTED} planted: {len(reaching)} ops reach it: {sorted(reaching)}")
     assert len(reaching) >= 3 and "sin" in reaching
     assert differ - left_out == reaching - left_out
