@@ -123,7 +123,8 @@ def _forward_only(plain, patched, ops) -> dict:
     reruns happened to agree with the first): {op: reason}."""
     grads = ("grad", "gradgrad", "compiled")
     same = {op for op in ops
-            if all(r.get(x) == patched[k].get(x) for k, r in plain.items() if r["op"] == op for x in grads)}
+            if all(k in patched and r.get(x) == patched[k].get(x) for k, r in plain.items() if r["op"] == op
+                   for x in grads)}
     return {op: "its forward differs, its gradients do not" for op in same}
 
 
