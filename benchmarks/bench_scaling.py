@@ -114,6 +114,7 @@ def measure_costs(work: str) -> dict:
         r = scons(root, *SCONS, "UNITY=8", f"BUILD={build}", f"TORCH_SPECS={specs}", "generate", check=False)
         return r.cpu
 
+    shutil.rmtree(os.path.join(root, "build-prefix"), ignore_errors=True)   # cold, when `costs` runs again too
     os.makedirs(os.path.join(root, "build-prefix"))
     shutil.copy(facts, os.path.join(root, "build-prefix"))
     res["prefix"] = prefix("build-prefix")
@@ -128,9 +129,12 @@ def measure_costs(work: str) -> dict:
         build = f"build-u{unity}"
         os.makedirs(os.path.join(root, build), exist_ok=True)
         shutil.copy(facts, os.path.join(root, build))
-        # the cache key's digest (~1 s, one per library, compiled alongside the rest) is left out of the model
-        entries = [e for e in commands(root, unity, build)
-                   if os.path.basename(e["file"]) not in ("kernels.cpp", "cache_key.cpp")]
+        listed = commands(root, unity, build)
+        # the cache key's digest (~1 s, one per library, compiled alongside the rest) is left out of the
+        # model; UNITY=8's is compiled for the link
+        entries = [e for e in listed if os.path.basename(e["file"]) not in ("kernels.cpp", "cache_key.cpp")]
+        if unity == "8":
+            digest = next(e for e in listed if os.path.basename(e["file"]) == "cache_key.cpp")
         buckets = [e for e in entries if "/unity/" in e["file"] or "/functions/" in e["file"]]
         chosen = entries if n is None else buckets[:n]
         jobs += [(unity, e) for e in chosen]
@@ -142,7 +146,8 @@ def measure_costs(work: str) -> dict:
             res["tus"].setdefault(unity, []).append(c)
             print(f"  UNITY={unity} {c['name']}: {c['units']} units, whole {c['whole']:.1f} s, pre {c['pre']:.2f} s, "
                   f"remote {c['remote']:.1f} s", flush=True)
-    res["link"] = _link(root, os.path.join(scratch, "8"), [c["name"] for c in res["tus"]["8"]])
+    res["digest"] = tu_costs(root, digest, os.path.join(scratch, "8"))
+    res["link"] = _link(root, os.path.join(scratch, "8"), [c["name"] for c in res["tus"]["8"]] + ["cache_key.cpp"])
     res["torchgen"] = _torchgen(work, root, res["tus"]["8"][0], scratch)
     shutil.rmtree(scratch, ignore_errors=True)
     return res
