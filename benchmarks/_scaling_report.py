@@ -24,7 +24,7 @@ def costs_model(c: dict) -> tuple:
     edit = model.TU("edit", *(sum(d[k] for d in singles) / len(singles) for k in ("whole", "pre", "remote")))
     bindings = [tu(d) for d in c["tus"]["8"] if d["units"] == 0]
     costs = model.Costs(lines, bindings, edit, c["prefix"], c["prefix_edit"], c["link"])
-    # the measured runs compile the cache key's digest too (~1 s); the predictions leave it out
+    # the measured runs compile the cache key's digest too (0.02 s); the predictions leave it out
     built = [tu(d) for d in c["tus"]["8"]] + ([tu(c["digest"])] if "digest" in c else [])
     return costs, built, tu(c["torchgen"])
 
@@ -42,9 +42,13 @@ def report(work: str, n_units: int) -> dict:
     if os.path.exists(os.path.join(work, "runs.json")):
         with open(os.path.join(work, "runs.json")) as f:
             runs = json.load(f)
+    pair = None
+    if os.path.exists(os.path.join(work, "pair.json")):
+        with open(os.path.join(work, "pair.json")) as f:
+            pair = json.load(f)["rounds"]
     costs, measured_tus, tg = costs_model(c)
     tgc = c["torchgen"]
-    out: dict = {"fit": costs.bucket, "checks": [], "predictions": []}
+    out: dict = {"fit": costs.bucket, "checks": [], "predictions": [], "pair": pair}
     for hosts, jobs, name in ((1, 1, "1 host"), (2, 2, "2 hosts")):
         cluster = this_machine(hosts, jobs)
         for side, t in (("ours", model.build_time(measured_tus, costs.prefix, costs.link, cluster)),
@@ -79,6 +83,10 @@ def print_report(r: dict) -> None:
         e = f"{100 * ch['error']:+.1f}%" if ch["error"] is not None else "-"
         load = f"{ch['load_before'][0]:.2f} / {ch['load_after'][0]:.2f}" if ch["load_before"] else "-"
         print(f"| {ch['run']} | {ch['side']} | {m} | {ch['predicted']:.1f} | {e} | {load} |")
+    if r["pair"]:
+        print("\nbucket_0's preprocessed text compiled (`pair`): " + "; ".join(
+            f"{'alone on CPU 1' if len(p['cpus']) == 1 else 'on CPUs 0 and 1 at once'} {p['wall']:.1f} s wall "
+            f"(CPU {', '.join(f'{u:.1f}' for u in p['cpu'])} s)" for p in r["pair"]))
     print("\n| remote hosts x cores (a client of 16 cores preprocesses) | ours: best buckets, cold, one header edit "
           "| ours at the default 8 buckets: cold | ours PYTHON=0: best buckets, cold, header edit "
           "| torchgen: cold = header edit |\n| --- | --- | --- | --- | --- |")

@@ -5,6 +5,7 @@ ours and for torchgen's monolithic Functions.cpp.
 
     python benchmarks/bench_scaling.py costs  --work DIR   # CPU of each TU and of the serial parts (any load)
     python benchmarks/bench_scaling.py runs   --work DIR   # cold builds on 1 and 2 hosts (when the load is < 0.5)
+    python benchmarks/bench_scaling.py pair   --work DIR   # one compile alone, then two at once (load < 0.5)
     python benchmarks/bench_scaling.py report --work DIR [--json out.json]
 
 `costs` builds nothing: it generates torch's tree in three layouts (UNITY=8,
@@ -30,6 +31,11 @@ to CPU 1, -j1; 2 hosts, a second distccd pinned to CPU 0 (this machine has
 2 cores: it shares the client's), -j2.  Then torchgen's job on the same
 hosts: its generation, Functions.cpp through distcc, the link.  The load
 average before and after each run is recorded.
+
+`pair` checks the model's assumption that this machine's two cores are
+independent (the 2-host run puts a compile on each) and shows how much one
+compile's time drifts here: bucket_0's preprocessed text compiled on CPU 1
+alone, then on CPUs 0 and 1 at once, twice over (wall and CPU of each).
 
 `report` fits each TU's cost as a + b x units, simulates the measured runs
 with benchmarks/_scaling_model.py and prints the error, then predicts cold
@@ -130,7 +136,7 @@ def measure_costs(work: str) -> dict:
         os.makedirs(os.path.join(root, build), exist_ok=True)
         shutil.copy(facts, os.path.join(root, build))
         listed = commands(root, unity, build)
-        # the cache key's digest (~1 s, one per library, compiled alongside the rest) is left out of the
+        # the cache key's digest (0.02 s of CPU, one per library) is left out of the
         # model; UNITY=8's is compiled for the link
         entries = [e for e in listed if os.path.basename(e["file"]) not in ("kernels.cpp", "cache_key.cpp")]
         if unity == "8":
@@ -279,6 +285,45 @@ def measure_runs(work: str, max_wait: float, smoke: bool = False) -> dict:
     return runs
 
 
+def measure_pair(work: str, max_wait: float) -> dict:
+    """UNITY=8's bucket_0 compiled from its preprocessed text on CPU 1 alone, then
+    on CPUs 0 and 1 at once, twice: [{"cpus", "wall", "cpu": [each]}]."""
+    root = os.path.join(work, "ours")
+    if not os.path.isdir(os.path.join(root, "build-u8")):
+        raise SystemExit("bench_scaling: run `costs` first (it generates the UNITY=8 tree)")
+    entry = next(e for e in commands(root, "8", "build-u8") if e["file"].endswith("/bucket_0.cpp"))
+    scratch = tempfile.mkdtemp(prefix="bench-pair-", dir=work)
+    cmd = shlex.split(entry["command"])
+    text = os.path.join(scratch, "bucket_0.ii")
+    pre = [c for c in cmd if c != "-c"]
+    pre[pre.index("-o") + 1] = text
+    pre.insert(1, "-E")
+    cpu(pre, root)
+    remote = [c for i, c in enumerate(cmd) if not c.startswith(("-I", "-D", "-isystem")) and
+              (i == 0 or cmd[i - 1] != "-isystem")]
+    remote[-1] = text
+    rounds = []
+    for cpus in (["1"], ["0", "1"], ["1"], ["0", "1"]):
+        before = wait_idle(max_wait)
+        t0 = time.perf_counter()
+        procs = []
+        for c in cpus:
+            job = list(remote)
+            job[job.index("-o") + 1] = os.path.join(scratch, f"cpu{c}.o")
+            procs.append(subprocess.Popen(["taskset", "-c", c, *job], cwd=root))
+        used = []
+        for proc in procs:
+            _, status, usage = os.wait4(proc.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit("bench_scaling: the compile of bucket_0's preprocessed text failed")
+            used.append(usage.ru_utime + usage.ru_stime)
+        rounds.append({"cpus": cpus, "wall": time.perf_counter() - t0, "cpu": used, "load_before": before})
+        print(f"CPU {'+'.join(cpus)}: {rounds[-1]['wall']:.1f} s wall, CPU of each "
+              f"{', '.join(f'{u:.1f}' for u in used)} s (load {before[0]:.2f} before)", flush=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"machine": _common.machine(), "rounds": rounds}
+
+
 def torchgen_job(build: str) -> int:
     """torchgen's whole job through distcc (run by `runs` in the build's namespace): its
     generation, Functions.cpp compiled with our TUs' flags, the link."""
@@ -302,10 +347,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    ap.add_argument("step", choices=("costs", "runs", "report", "torchgen-job"))
+    ap.add_argument("step", choices=("costs", "runs", "pair", "report", "torchgen-job"))
     ap.add_argument("build", nargs="?", help=argparse.SUPPRESS)
     ap.add_argument("--work", help="the folder the steps share (kept)")
-    ap.add_argument("--max-wait", type=float, default=3600, help="runs: seconds to wait for a load below 0.5")
+    ap.add_argument("--max-wait", type=float, default=3600, help="runs, pair: seconds to wait for a load below 0.5")
     ap.add_argument("--json", help="report: also write it here as JSON")
     ap.add_argument("--smoke", action="store_true", help="runs: the example, at any load (checks the plumbing)")
     a = ap.parse_args(argv)
@@ -321,6 +366,12 @@ def main(argv=None) -> int:
     elif a.step == "runs":
         res = measure_runs(os.path.abspath(a.work), a.max_wait, a.smoke)
         with open(os.path.join(a.work, "runs-smoke.json" if a.smoke else "runs.json"), "w") as f:
+            json.dump(res, f, indent=1)
+    elif a.step == "pair":
+        if not shutil.which("taskset"):
+            raise SystemExit("bench_scaling: taskset not installed (util-linux)")
+        res = measure_pair(os.path.abspath(a.work), a.max_wait)
+        with open(os.path.join(a.work, "pair.json"), "w") as f:
             json.dump(res, f, indent=1)
     else:
         res = _scaling_report.report(a.work, N_UNITS)

@@ -5,6 +5,7 @@ remote host alternates the client's preprocessing and the host's compile;
 a host that shares the client's core halves both while they overlap; the
 line fit.  The benchmark's measurements are not run here."""
 
+import json
 import os
 import sys
 
@@ -49,3 +50,37 @@ def test_a_host_on_the_clients_core_shares_it():
 def test_the_line_through_the_measured_tus():
     a, b = model.fit_line([(1, 11.0), (11, 12.2), (89, 21.56)])
     assert a == pytest.approx(10.88, abs=0.01) and b == pytest.approx(0.12, abs=0.001)
+
+
+def _tu(name, units, whole, pre, remote):
+    return {"name": name, "units": units, "whole": whole, "pre": pre, "remote": remote}
+
+
+def test_the_report_simulates_the_runs_with_every_tu_they_compiled(tmp_path, capsys):
+    # the measured runs compile the cache key's digest beside the buckets and
+    # bindings: the 1-host run (-j1) is the prefix, each TU's preprocessing then
+    # compile, the link, the digest included
+    import _scaling_report as report
+    costs = {"prefix": 2.0, "prefix_edit": 1.0, "link": 0.5,
+             "tus": {"8": [_tu("bucket_0.cpp", 90, 25, 1.5, 24), _tu("bucket_1.cpp", 80, 24, 1.5, 23),
+                           _tu("bindings_0.cpp", 0, 20, 1, 20)],
+                     "0": [_tu("AbsBackward0.cpp", 1, 12, 1, 11)]},
+             "digest": _tu("cache_key.cpp", 0, 0.8, 0.1, 0.6),
+             "torchgen": {**_tu("Functions.cpp", 711, 99, 1.4, 98), "generate": 3.0, "link": 0.3}}
+    (tmp_path / "costs.json").write_text(json.dumps(costs))
+    runs = {"1 host": {"ours": {"wall": 100.0, "load_before": [0.1], "load_after": [0.9]}}}
+    (tmp_path / "runs.json").write_text(json.dumps(runs))
+    pair = {"rounds": [{"cpus": ["1"], "wall": 27.8, "cpu": [27.8]},
+                       {"cpus": ["0", "1"], "wall": 27.0, "cpu": [26.7, 26.4]}]}
+    (tmp_path / "pair.json").write_text(json.dumps(pair))
+    r = report.report(str(tmp_path), 711)
+    one = next(c for c in r["checks"] if c["run"] == "1 host" and c["side"] == "ours")
+    expected = 2.0 + (1.5 + 24) + (1.5 + 23) + (1 + 20) + (0.1 + 0.6) + 0.5
+    assert one["predicted"] == pytest.approx(expected)
+    assert one["error"] == pytest.approx((expected - 100.0) / 100.0)
+    tg = next(c for c in r["checks"] if c["run"] == "1 host" and c["side"] == "torchgen")
+    assert tg["predicted"] == pytest.approx(3.0 + 1.4 + 98 + 0.3) and tg["measured"] is None
+    report.print_report(r)
+    out = capsys.readouterr().out
+    assert "| 1 host | ours | 100.0 |" in out and "| 2 hosts | ours | not run |" in out
+    assert "alone on CPU 1 27.8 s wall" in out and "on CPUs 0 and 1 at once 27.0 s wall (CPU 26.7, 26.4 s)" in out
