@@ -78,11 +78,12 @@ def _group(item) -> str:
 # The slowest tests that compile nothing (2.5 s and more of a loaded
 # worker's time each), run in the full tier only; the fast tier keeps one
 # test of each kind beside them: an edit through load() (test_load.py's
-# formula edit, a second process, a killed builder), a swapped library and
-# a killed build undone (test_load_trust.py), the scons kills
+# formula edit; four processes at once, one building), a swapped library
+# and a killed build undone (test_load_trust.py), the scons kills
 # (test_interrupted_builds.py), a failed wheel build and another torch
 # (test_ship.py), a damaged shared prelude, a merged wheel, the launcher's
-# cache hits, torchgen's reference.  Module file -> test names.
+# cache hits, an edit's compiles through scons (test_scons_incremental.py),
+# torchgen's reference.  Module file -> test names.
 FULL_TIER = {
     "tests/python/test_load_trust.py": {"test_umask_000_still_makes_private_folders_and_files",
                                         "test_a_read_only_install_builds_and_loads",
@@ -93,6 +94,8 @@ FULL_TIER = {
     "tests/scons/test_interrupted_builds.py": {"test_an_editable_rebuild_interrupted_then_undone_gives_the_undone_library",
                                                "test_an_editable_import_never_trusts_a_library_changed_behind_its_back"},
     "tests/python/test_load.py": {"test_a_failed_load_shows_no_internal_frames",
+                                  "test_a_second_process_compiles_nothing_and_says_nothing",
+                                  "test_a_killed_builder_never_blocks_nor_poisons_the_next_load",
                                   "test_the_prelude_is_precompiled_only_where_it_pays",
                                   "test_load_inline_from_strings",
                                   "test_autograd_launcher_goes_before_every_compile_not_the_link",
@@ -121,6 +124,7 @@ FULL_TIER = {
                                            "test_load_takes_the_prelude_in_a_cold_build_under_clang_only",
                                            "test_clean_keeps_the_shared_prelude"},
     "tests/scons/test_build_failures.py": {"test_two_builds_of_one_tree_never_interleave",
+                                           "test_edit_rules_an_edited_function_compiles_in_its_edit_tu_only",
                                            "test_jobs_default_to_the_cpu_count_and_an_explicit_j_wins"},
     "tests/nvcc/test_cuda_build.py": {"test_the_launcher_goes_before_nvcc_out_of_the_signature",
                                       "test_an_edited_header_recompiles_the_cu_that_includes_it",
