@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
 
 import pytest
@@ -61,6 +62,14 @@ os.environ.setdefault("TORCH_NO_COMPILER_WRAPPER", "1")
 # generator from source (~0.1 s a run, hundreds of runs).  The caches land in
 # __pycache__ folders, which .gitignore and the wheel's file list leave out.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Ctrl-C for the builds the tests interrupt with SIGINT: a test run started in
+# the background of a non-interactive shell (`bash .ci/run &`) inherits SIGINT
+# ignored, and every child would inherit that too (a Python started so never
+# raises KeyboardInterrupt): the interrupted builds would run to their end and
+# the tests of interruption fail or hang.  Caught here, it is the default
+# again in every child exec'd from this process.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Modules that compare with torchgen's own run on torch's specs
