@@ -170,8 +170,8 @@ _IGNORE = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".mypy_
 
 
 def _left_out(folder: str, names: list[str]) -> set[str]:
-    """What a clone leaves out: the build folders at the top only (site_scons/
-    has buildenv/, tool/builders.py, build_meta.py)."""
+    """What a clone leaves out: the build folders at the top only (the
+    package has buildenv/, tool/builders.py, build_meta.py)."""
     skipped = set(_IGNORE(folder, names))
     if os.path.abspath(folder) == REPO:
         skipped |= {n for n in names if n.startswith("build")}

@@ -61,8 +61,11 @@ class Sides:
             # that name, first on the path (the editable install comes after).
             shim = os.path.join(work, "baseline-path")
             os.makedirs(shim)
-            os.symlink(os.path.join(os.path.abspath(args.baseline), "site_scons"),
-                       os.path.join(shim, "autograd_scons"))
+            base = os.path.abspath(args.baseline)
+            if os.path.isdir(os.path.join(base, "site_scons", "autograd_scons")):
+                shim = os.path.join(base, "site_scons")
+            else:   # a checkout from before site_scons/autograd_scons/
+                os.symlink(os.path.join(base, "site_scons"), os.path.join(shim, "autograd_scons"))
             self.baseline_env = {**os.environ, "PYTHONPATH": shim}
             self.names.insert(1, "before")
         if args.scons:

@@ -53,9 +53,7 @@ FAKE_CXX = f"sh {os.path.join(REPO, 'tests', 'support', 'fakecxx.sh')}"
 CHILD = """
 import importlib.util, json, os, sys, time
 site = os.path.join(sys.argv[1], "site_scons")
-spec = importlib.util.spec_from_file_location("autograd_scons", os.path.join(site, "__init__.py"),
-                                              submodule_search_locations=[site])
-m = importlib.util.module_from_spec(spec); sys.modules["autograd_scons"] = m; spec.loader.exec_module(m)
+sys.path.insert(0, site)
 sys.path.insert(0, sys.argv[1])
 import torch
 args = json.loads(sys.argv[3])

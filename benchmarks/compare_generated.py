@@ -63,15 +63,24 @@ def _cases(torch: bool) -> list[tuple[str, list[str]]]:
 
 def _generator(src: str) -> tuple[str, str]:
     """(module to run with -m, PYTHONPATH) of a checkout's generator: the
-    package autograd_scons (site_scons/, whose autograd_scons.codegen is the
-    checkout's codegen/, through a link before the stage folders), or, in a
-    checkout from before the one package, the top-level codegen."""
+    package autograd_scons, site_scons/autograd_scons/; in a checkout from
+    before that, site_scons/ itself (its package registered the checkout's
+    codegen/ as autograd_scons.codegen), or, before the one package, the
+    top-level codegen."""
+    if os.path.isfile(os.path.join(src, "site_scons", "autograd_scons", "__main__.py")):
+        return "autograd_scons", os.path.join(src, "site_scons")
     if not os.path.isfile(os.path.join(src, "site_scons", "__main__.py")):
         return "codegen", src
     path = os.path.join(tempfile.mkdtemp(prefix="compare-generated-"), "path")
     os.makedirs(path)
     os.symlink(os.path.join(src, "site_scons"), os.path.join(path, "autograd_scons"))
     return "autograd_scons", path
+
+
+def _tracked_folder(commit: str, path: str) -> bool:
+    """Whether `path` is a folder at `commit` (not absent, not a link)."""
+    out = subprocess.run(["git", "-C", REPO, "ls-tree", commit, path], capture_output=True, text=True).stdout
+    return out.split(" ", 1)[0] == "040000"
 
 
 def _generate(src: str, out: str, args: list[str]) -> str:
@@ -151,9 +160,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = os.path.join(tmp, "base")
         os.makedirs(base)
-        # The one package (site_scons/, beside codegen/) where the base has it.
+        # The one package (site_scons/, beside codegen/, or holding it) where the base has it.
         one = subprocess.run(["git", "-C", REPO, "cat-file", "-e", f"{args.base}:site_scons"]).returncode == 0
-        tar = subprocess.run(["git", "-C", REPO, "archive", args.base, "codegen"] + (["site_scons"] if one else []),
+        tar = subprocess.run(["git", "-C", REPO, "archive", args.base] + (["site_scons"] if one else [])
+                             + (["codegen"] if _tracked_folder(args.base, "codegen") else []),
                              check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", base], input=tar, check=True)
         print(f"base {args.base} vs head {args.head}")

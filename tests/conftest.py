@@ -36,15 +36,14 @@ import pytest
 
 
 def _this_checkouts_package():
-    """The package under test is this checkout's site_scons/ (`autograd_scons`,
-    the generator inside it).  Where the interpreter running the tests has
-    none installed (the cuda tier's venv runs some of these modules), it is
-    registered from the checkout, as SCons's site_init.py does for a build."""
+    """The package under test is this checkout's site_scons/autograd_scons/
+    (the generator inside it).  Where the interpreter running the tests has
+    none installed (the cuda tier's venv runs some of these modules), the
+    checkout's site_scons/ goes on sys.path, as SCons puts it there for a
+    build."""
     if "autograd_scons" in sys.modules or importlib.util.find_spec("autograd_scons") is not None:
         return
-    import runpy
-    site = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons")
-    runpy.run_path(os.path.join(site, "site_init.py"))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons"))
 
 
 _this_checkouts_package()

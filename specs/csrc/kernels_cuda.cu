@@ -1,5 +1,5 @@
 // The example extension's CUDA kernels, written by hand and compiled by nvcc
-// (site_scons/site_tools/nvcc.py) when torch is a CUDA build.  As in
+// (site_scons/autograd_scons/site_tools/nvcc.py) when torch is a CUDA build.  As in
 // kernels.cpp, this file only defines them: native_functions.yaml's
 // `dispatch: CUDA:` names them, gen/ops/<op>.h declares them and
 // gen/ops/<op>.cpp registers them.  One TU for all of them: each nvcc TU

@@ -24,10 +24,10 @@ _spec.loader.exec_module(counts)
 ARGS = TINY_ARGS
 SALTED = "MulBackward0"
 BREAK_KEY = f"""
-import dataclasses, os, runpy
-# The checkout's own package, as SCons's site_init.py registers it (not one
+import dataclasses, os, sys
+# The checkout's own package, first on sys.path as SCons puts it (not one
 # installed from elsewhere, whose generator version would differ).
-runpy.run_path(os.path.join(os.getcwd(), "site_scons", "site_init.py"))
+sys.path.insert(0, os.path.join(os.getcwd(), "site_scons"))
 from autograd_scons.codegen.engine import incremental
 _unit_key = incremental.unit_key
 def unit_key(unit, options, generator):

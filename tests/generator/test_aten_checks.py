@@ -11,7 +11,7 @@ import pytest
 from autograd_scons.__main__ import main
 from autograd_scons.codegen.emit.kernels import kernel_units, render_kernel
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.spec.load_derivatives import infos_from_specs, load_specs
+from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
 
 OPTS = EmitOptions(namespace="nbx::autograd")
 
@@ -116,7 +116,7 @@ def test_report_and_explain_name_the_inputs_checked_at_run_time(tmp_path, capsys
 
 
 def test_kernel_no_object_defines_is_one_located_line(tmp_path):
-    from autograd_scons.codegen.engine.kernel_check import missing_kernels
+    from autograd_scons.codegen.build_folder.kernel_check import missing_kernels
     native = ("- func: extension_cpp::mul2(Tensor a) -> Tensor\n"
               "  dispatch:\n    CPU: mul2_cpu\n"
               "- func: extension_cpp::neg2(Tensor self) -> Tensor\n")

@@ -1,4 +1,4 @@
-"""C++ types as values (codegen/api/cpp.py): their spellings agree with
+"""C++ types as values (codegen/model/cpp.py): their spellings agree with
 torchgen's for every argument and return of the real native functions, and
 what autograd asks of a type (a tensor? a list of them? a view?) is answered
 by the type, whatever its constness or reference."""
@@ -6,11 +6,11 @@ by the type, whatever its constness or reference."""
 import pytest
 import yaml
 
-from autograd_scons.codegen.api.cpp import (OPTIONAL_TENSOR, OPTIONAL_TENSOR_LIST, ArrayCType, ArrayRefCType, ConstRefCType,
+from autograd_scons.codegen.model.cpp import (OPTIONAL_TENSOR, OPTIONAL_TENSOR_LIST, ArrayCType, ArrayRefCType, ConstRefCType,
                              ListCType, MutRefCType, OptionalCType, VectorCType, argument_type, boolT, doubleT,
                              intArrayRefT, iTensorListRefT, longT, return_type, scalarT, stringViewT, symIntT,
                              tensorListT, tensorT, _BY_VALUE)
-from autograd_scons.codegen.api.model import BASE_TYPES, FunctionSchema
+from autograd_scons.codegen.model.schema import BASE_TYPES, FunctionSchema
 
 from support.spec_facts import torch_specs
 
@@ -91,7 +91,7 @@ def test_views_are_types_that_may_dangle():
 
 
 def test_a_saved_view_is_stored_as_its_owning_type_or_refused():
-    from autograd_scons.codegen.api.autograd import SavedAttribute
+    from autograd_scons.codegen.model.autograd import SavedAttribute
     from autograd_scons.codegen.emit.saved import PLAIN, saved_slot
     slot = saved_slot(SavedAttribute("dim", intArrayRefT, "dim"), False)
     assert (slot.kind, slot.member_type) == (PLAIN, "std::vector<int64_t>")

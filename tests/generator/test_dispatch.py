@@ -56,7 +56,7 @@ def test_header_declares_each_kernel_with_the_dispatcher_signature(tmp_path):
 
 
 def test_cuda_registrations_are_left_out_by_builds_without_cuda_kernels(tmp_path):
-    # site_scons/buildenv/cuda_flags.py defines the macro when it leaves the .cu sources out.
+    # site_scons/autograd_scons/buildenv/cuda_flags.py defines the macro when it leaves the .cu sources out.
     cpp = render(tmp_path, TWICE + "  dispatch:\n    CPU: twice_cpu\n    CUDA: twice_cuda\n")["ops/ext_twice.cpp"]
     guarded = re.findall(r"#ifndef AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS\n(.*?)\n#endif", cpp, re.S)
     assert len(guarded) == 2 and "CUDA_lib(torch::Library::IMPL" in guarded[0]

@@ -3,8 +3,8 @@ derives (torchgen's match_differentiability_info), in the same order."""
 
 import pytest
 
-from autograd_scons.codegen.spec.foreach import derive_foreach_infos
-from autograd_scons.codegen.spec.load_derivatives import infos_from_specs, load_specs
+from autograd_scons.codegen.parse.foreach import derive_foreach_infos
+from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
 from support.torchgen_reference import real_torchgen
 
 pytestmark = pytest.mark.slow  # torchgen's load_derivatives on torch's specs: ~8 s

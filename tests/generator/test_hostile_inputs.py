@@ -29,7 +29,7 @@ def _pch_command():
     """The autograd_functions tool's command for its precompiled header
     (pch=True): a string the tool keeps to itself, read off its PCH module
     (autograd_scons.tool.pch) once the tool is loaded."""
-    env = SCons.Environment.Environment(tools=[], ENV={}, toolpath=[os.path.join(REPO, "site_scons", "site_tools")])
+    env = SCons.Environment.Environment(tools=[], ENV={}, toolpath=[os.path.join(REPO, "site_scons", "autograd_scons", "site_tools")])
     env.Tool("autograd_functions")
     from autograd_scons.tool.pch import PCHCOM
     return PCHCOM
@@ -101,7 +101,7 @@ def nvcc_signature(monkeypatch, archs="8.0;9.0", nvcc=NVCC_ID, torch=CUDA_TORCH,
     monkeypatch.setattr(cuda_flags, "nvcc_identity", lambda path: dict(nvcc))
     monkeypatch.setattr(cuda_flags, "find_nvcc", lambda environ: f"{home}/bin/nvcc")
     env = SCons.Environment.Environment(tools=["g++"], ENV={})
-    SCons.Tool.Tool("nvcc", toolpath=[os.path.join(REPO, "site_scons", "site_tools")])(env)
+    SCons.Tool.Tool("nvcc", toolpath=[os.path.join(REPO, "site_scons", "autograd_scons", "site_tools")])(env)
     cuda_flags.configure(env, torch_flags.configure(env, "unused.json"), "auto", archs, environ={})
     monkeypatch.undo()
     return env.subst("$SHNVCCCOM", SCons.Subst.SUBST_SIG), env.subst("$SHCXXCOM", SCons.Subst.SUBST_SIG)

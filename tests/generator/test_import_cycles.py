@@ -1,6 +1,6 @@
-"""No import cycle among the modules of the package `autograd_scons`: the
-SCons side (site_scons/, its sub-packages and site_tools/) and the generator
-(codegen/, installed as autograd_scons.codegen).
+"""No import cycle among the modules of the package `autograd_scons`
+(site_scons/autograd_scons/): the SCons side (its sub-packages and
+site_tools/) and the generator (its codegen/).
 
 Read statically, from each module's syntax tree, so nothing is imported.
 Every `import` and `from ... import` counts wherever it stands: at the top,
@@ -26,20 +26,19 @@ from support.spec_facts import REPO
 
 
 def _modules() -> dict[str, str]:
-    """{installed module name: path} for site_scons/ and codegen/."""
+    """{module name: path} for the package, site_scons/autograd_scons/: each
+    name is its path below site_scons/."""
     found = {}
-    for folder_name, package in (("site_scons", "autograd_scons"), ("codegen", "autograd_scons.codegen")):
-        top = os.path.join(REPO, folder_name)
-        for folder, subdirs, names in os.walk(top):
-            rel_folder = os.path.relpath(folder, top)
-            # ship/templates/ holds a new project's files, not modules of the package
-            subdirs[:] = [d for d in subdirs if d != "__pycache__"
-                          and os.path.join(rel_folder, d) != os.path.join("ship", "templates")]
-            for n in names:
-                if n.endswith(".py"):
-                    rel = os.path.relpath(os.path.join(folder, n), top)[:-3].replace(os.sep, ".")
-                    name = package if rel == "__init__" else f"{package}.{rel.removesuffix('.__init__')}"
-                    found[name] = os.path.join(folder, n)
+    site = os.path.join(REPO, "site_scons")
+    for folder, subdirs, names in os.walk(os.path.join(site, "autograd_scons")):
+        rel_folder = os.path.relpath(folder, site)
+        # ship/templates/ holds a new project's files, not modules of the package
+        subdirs[:] = [d for d in subdirs if d != "__pycache__"
+                      and os.path.join(rel_folder, d) != os.path.join("autograd_scons", "ship", "templates")]
+        for n in names:
+            if n.endswith(".py"):
+                name = os.path.relpath(os.path.join(folder, n), site)[:-3].replace(os.sep, ".")
+                found[name.removesuffix(".__init__")] = os.path.join(folder, n)
     return found
 
 
@@ -152,11 +151,11 @@ def test_a_cycle_through_relative_imports_is_found(tmp_path, monkeypatch):
     """The shape of the cycle the test once missed (build_meta <-> editable):
     `from .editable import X` at the top of one module of the package, and
     `from .build_meta import run` inside a function of the other."""
-    for folder in ("site_scons/ship", "codegen"):
-        (tmp_path / folder).mkdir(parents=True)
-    (tmp_path / "site_scons" / "__init__.py").write_text("")
-    (tmp_path / "site_scons" / "build_meta.py").write_text("from .ship.editable import BUILDING\n")
-    (tmp_path / "site_scons" / "ship" / "editable.py").write_text(
+    pkg = tmp_path / "site_scons" / "autograd_scons"
+    (pkg / "ship").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "build_meta.py").write_text("from .ship.editable import BUILDING\n")
+    (pkg / "ship" / "editable.py").write_text(
         "BUILDING = 1\ndef rebuild():\n    from ..build_meta import run\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
     modules = _modules()
@@ -168,31 +167,35 @@ def test_a_cycle_through_relative_imports_is_found(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ layers
 
 # Who may import whom: each row is what a package's docstring says it may
-# import (codegen/__init__.py, site_scons/*/__init__.py, the top modules'
+# import (codegen/__init__.py, site_scons/autograd_scons/*/__init__.py, the top modules'
 # own docstrings).  A module takes the first row whose pattern (fnmatch, over
 # installed names) matches it; it may import the modules its row's
 # `may_import` patterns match, and none of the `not_external` top-level
 # packages.  Moving a module is a change of the patterns here, nothing else.
-_SHARED = ["autograd_scons.codegen.errors", "autograd_scons.codegen.engine.lock",   # the build folders' machinery,
+_SHARED = ["autograd_scons.codegen.errors", "autograd_scons.codegen.build_folder.lock",   # the build folders' machinery,
            "autograd_scons.buildenv.private_folder"]                         # below every layer
 # What every stage of the generator may import besides the stages before it.
 _GENERATOR_BASE = ["autograd_scons.codegen", "autograd_scons.codegen.errors", "autograd_scons.codegen.tree"]
 LAYERS = [
     # (modules, may import, not external)
-    ("autograd_scons.buildenv.private_folder", ["autograd_scons.codegen.errors", "autograd_scons.codegen.engine.lock"], ()),
+    ("autograd_scons.buildenv.private_folder", ["autograd_scons.codegen.errors", "autograd_scons.codegen.build_folder.lock"], ()),
     # the generator's stages, each on those before it (codegen/__init__.py)
-    ("autograd_scons.codegen.api*", ["autograd_scons.codegen.api*", *_GENERATOR_BASE], ("SCons", "torch")),
-    ("autograd_scons.codegen.spec*", ["autograd_scons.codegen.spec*", "autograd_scons.codegen.api*",
+    ("autograd_scons.codegen.model*", ["autograd_scons.codegen.model*", *_GENERATOR_BASE], ("SCons", "torch")),
+    ("autograd_scons.codegen.parse*", ["autograd_scons.codegen.parse*", "autograd_scons.codegen.model*",
                                       *_GENERATOR_BASE], ("SCons", "torch")),
-    ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.spec*",
-                                      "autograd_scons.codegen.api*", "autograd_scons.codegen.templates",
+    ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.parse*",
+                                      "autograd_scons.codegen.model*", "autograd_scons.codegen.templates",
                                       *_GENERATOR_BASE], ("SCons", "torch")),
+    # the output folder's machinery, below the engine and every user of it
+    ("autograd_scons.codegen.build_folder*", ["autograd_scons.codegen.build_folder*", "autograd_scons.codegen.emit*",
+                                              "autograd_scons.codegen.model*", *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.templates", [], ("SCons", "torch")),
     ("autograd_scons.codegen.tree", [], ("SCons", "torch")),
     ("autograd_scons.codegen.errors", [], ("SCons", "torch")),
     ("autograd_scons.codegen*", ["autograd_scons.codegen*"], ("SCons", "torch")),
     ("autograd_scons.tool*", ["autograd_scons.tool*", "autograd_scons.codegen*", *_SHARED], ("torch",)),
-    ("autograd_scons.buildenv*", ["autograd_scons.buildenv*", "autograd_scons.tool*", "autograd_scons.codegen*"],
+    ("autograd_scons.buildenv*", ["autograd_scons", "autograd_scons.buildenv*", "autograd_scons.tool*",
+                                  "autograd_scons.codegen*"],
      ("torch",)),
     ("autograd_scons.jit.sconstruct", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*",
                                        "autograd_scons.tool.closing_report"], ()),
@@ -208,7 +211,6 @@ LAYERS = [
     ("autograd_scons.extension", ["autograd_scons", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ()),
     ("autograd_scons.__main__", ["autograd_scons.codegen*", "autograd_scons.ship*", "autograd_scons.torch_patch*"], ()),
     ("autograd_scons.site_tools.*", ["autograd_scons.tool*"], ()),
-    ("autograd_scons.site_init", [], ()),
     # the old top-level names (moved_names.py): it imports their new places by name, on first use
     ("autograd_scons.moved_names", [], ("SCons", "torch")),
     ("autograd_scons", ["autograd_scons.codegen.errors", "autograd_scons.jit*", "autograd_scons.torch_patch.run",
@@ -245,22 +247,23 @@ def test_an_upward_import_is_found(tmp_path, monkeypatch):
     """The check can fail: the tool importing the build environment (as
     tool/pch.py once did), the generator importing SCons or the tool, and a
     stage of the generator importing a later one (parsing the engine)."""
-    for folder in ("site_scons/tool", "site_scons/buildenv", "codegen/spec", "codegen/engine"):
-        (tmp_path / folder).mkdir(parents=True)
-    (tmp_path / "site_scons" / "__init__.py").write_text("")
-    (tmp_path / "site_scons" / "buildenv" / "prelude_folders.py").write_text("")
-    (tmp_path / "site_scons" / "buildenv" / "private_folder.py").write_text("")
-    (tmp_path / "site_scons" / "tool" / "pch.py").write_text(
+    pkg = tmp_path / "site_scons" / "autograd_scons"
+    for folder in ("tool", "buildenv", "codegen/parse", "codegen/engine"):
+        (pkg / folder).mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "buildenv" / "prelude_folders.py").write_text("")
+    (pkg / "buildenv" / "private_folder.py").write_text("")
+    (pkg / "tool" / "pch.py").write_text(
         "from autograd_scons.buildenv import prelude_folders\n"
         "from autograd_scons.buildenv.private_folder import ensure\n")
-    (tmp_path / "codegen" / "cli.py").write_text("import SCons.Script\ndef f():\n    from autograd_scons.tool import pch\n")
-    for stage in ("spec", "engine"):
-        (tmp_path / "codegen" / stage / "__init__.py").write_text("")
-    (tmp_path / "codegen" / "engine" / "writer.py").write_text("")
-    (tmp_path / "codegen" / "spec" / "native_cache.py").write_text("from ..engine.writer import write_atomic\n")
+    (pkg / "codegen" / "cli.py").write_text("import SCons.Script\ndef f():\n    from autograd_scons.tool import pch\n")
+    for stage in ("parse", "engine"):
+        (pkg / "codegen" / stage / "__init__.py").write_text("")
+    (pkg / "codegen" / "engine" / "writer.py").write_text("")
+    (pkg / "codegen" / "parse" / "native_cache.py").write_text("from ..engine.writer import write_atomic\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", str(tmp_path))
     assert layer_violations(_modules()) == ["autograd_scons.codegen.cli -> autograd_scons.tool.pch",
                                             "autograd_scons.codegen.cli -> SCons",
-                                            "autograd_scons.codegen.spec.native_cache -> "
+                                            "autograd_scons.codegen.parse.native_cache -> "
                                             "autograd_scons.codegen.engine.writer",
                                             "autograd_scons.tool.pch -> autograd_scons.buildenv.prelude_folders"]

@@ -9,7 +9,7 @@ import pytest
 from autograd_scons.codegen.emit.functions import render_op
 from autograd_scons.codegen.emit.kernels import kernel_units, render_kernel
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.spec.load_derivatives import infos_from_specs, load_specs
+from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
 
 from support.spec_facts import REPO
 

@@ -1,6 +1,6 @@
 """Arguments named as a word the formulas reserve (`grad`, `grads`,
 `grad_<output>`, `result`, `grad_input_mask`, `retain_variables`:
-codegen/spec/grad_usage.py) or as a variable of the generated code
+codegen/parse/grad_usage.py) or as a variable of the generated code
 (codegen/emit/local_names.py): where the two would meet, the entry is refused
 in one line at its yaml line, naming the word and the rename, instead of a
 C++ error inside generated code after a long build (torchvision's

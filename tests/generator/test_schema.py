@@ -4,7 +4,7 @@ its classification matches what matching needs."""
 import pytest
 import yaml
 
-from autograd_scons.codegen.api.model import FUNCTIONAL, INPLACE, MUTABLE, OUT, FunctionSchema, SchemaError
+from autograd_scons.codegen.model.schema import FUNCTIONAL, INPLACE, MUTABLE, OUT, FunctionSchema, SchemaError
 
 from support.spec_facts import torch_specs
 

@@ -16,7 +16,7 @@ import pytest
 from autograd_scons.codegen.emit.kernels import kernel_units, render_kernel, signature_of
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.engine.units import load_units
-from autograd_scons.codegen.spec.native_functions import parse_native_functions
+from autograd_scons.codegen.parse.native_functions import parse_native_functions
 from support.spec_facts import REPO
 
 EXAMPLE_NF = os.path.join(REPO, "specs", "native_functions.yaml")

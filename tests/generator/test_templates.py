@@ -122,13 +122,10 @@ def test_computed_lines_are_not_fixed_cxx():
                      'y = load("op.cpp").lines(args=", ".join(names))\n', "e.py") == []
 
 
-# The generator copied to the current folder, registered under its one name.
+# The generator's package copied to the current folder, first on sys.path.
 _COPY_AS_THE_GENERATOR = """
-import importlib.util, os, sys
-spec = importlib.util.spec_from_file_location("autograd_scons.codegen", os.path.abspath("codegen/__init__.py"),
-                                              submodule_search_locations=[os.path.abspath("codegen")])
-sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sys.modules[spec.name])
+import os, sys
+sys.path.insert(0, os.path.abspath("site_scons"))
 from autograd_scons.codegen.engine.keys import generator_version
 print(generator_version())
 """
@@ -140,9 +137,9 @@ def _version(root: str) -> str:
 
 
 def test_editing_a_template_changes_the_generator_version(tmp_path):
-    shutil.copytree(os.path.join(REPO, "codegen"), tmp_path / "codegen",
+    shutil.copytree(os.path.join(REPO, "site_scons", "autograd_scons"), tmp_path / "site_scons" / "autograd_scons",
                     ignore=shutil.ignore_patterns("__pycache__"))
     before = _version(str(tmp_path))
-    path = tmp_path / "codegen" / "templates" / "function.cpp"
+    path = tmp_path / "site_scons" / "autograd_scons" / "codegen" / "templates" / "function.cpp"
     path.write_text(path.read_text().replace("compiled autograd", "compiled  autograd", 1))
     assert _version(str(tmp_path)) != before

@@ -6,7 +6,7 @@ scalar kinds its shortcuts special-case."""
 import pytest
 import yaml
 
-from autograd_scons.codegen.spec.yaml_io import load_entries, read_text
+from autograd_scons.codegen.parse.yaml_io import load_entries, read_text
 from support.spec_facts import torch_specs
 
 

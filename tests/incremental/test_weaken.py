@@ -1,4 +1,4 @@
-"""codegen/engine/weaken.py with the real binutils, on objects made by `ld -r -b
+"""codegen/build_folder/weaken.py with the real binutils, on objects made by `ld -r -b
 binary` (each data file `x` gives strong symbols `_binary_x_start` and
 `_binary_x_end`), so no compiler runs: the weakened copy lets the edit's
 definitions win, and any other duplicate still fails the link."""
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from autograd_scons.codegen.engine.weaken import WeakenError, strong_symbols, weaken
+from autograd_scons.codegen.build_folder.weaken import WeakenError, strong_symbols, weaken
 from support.spec_facts import REPO
 
 

@@ -1,4 +1,4 @@
-"""The `.cu` build (site_scons/tool/cuda_objects.py, site_scons/buildenv/cuda_flags.py)
+"""The `.cu` build (site_scons/autograd_scons/tool/cuda_objects.py, site_scons/autograd_scons/buildenv/cuda_flags.py)
 with stand-ins: a clone whose cached torch facts say CUDA 13.0, the
 stand-in nvcc (fakenvcc.py, through CUDA_HOME) and the stand-in g++
 (fakecxx.sh).  What is compiled, with which flags, what recompiles, the

@@ -1,4 +1,4 @@
-"""load() and load_inline() (site_scons/jit/loader.py) with the stand-in
+"""load() and load_inline() (site_scons/autograd_scons/jit/loader.py) with the stand-in
 compiler (tests/support/fakecxx.sh): what each fresh process compiles, compared
 with what `scons` compiles for the same edit; the lock across processes
 (four at once, one builds; a killed builder never blocks or poisons the
@@ -21,7 +21,7 @@ from support.load_helpers import FAKE_CXX, RUNNER, command, environ, example, ru
 from support.scons_helpers import clone, compiled, edit, scons
 from support.spec_facts import REPO
 
-from autograd_scons.codegen.engine import lock
+from autograd_scons.codegen.build_folder import lock
 from autograd_scons.buildenv import runner
 
 
@@ -51,11 +51,11 @@ def test_a_second_process_compiles_nothing_and_says_nothing(ext):
     first = run(call, env).stdout
     assert sorted(compiled(first)) == COLD
     # the tool's and the generator's modules are inputs of the stamp: editing either rebuilds
-    # (a checkout's generator, codegen/, is beside the package's folder, not inside it)
     with open(os.path.join(call["build_directory"], ".up_to_date.json")) as f:
         inputs = [row[0] for row in json.load(f)["inputs"]]
-    for folder in ("codegen", "site_scons"):
-        assert any(p.startswith(os.path.join(REPO, folder, "")) and p.endswith(".py") for p in inputs), folder
+    package = os.path.join(REPO, "site_scons", "autograd_scons", "")
+    for folder in ("codegen", "tool"):
+        assert any(p.startswith(os.path.join(package, folder, "")) and p.endswith(".py") for p in inputs), folder
     log = os.path.join(call["build_directory"], "build.log")
     before = os.stat(log).st_mtime_ns
     quiet = run(dict(call, verbose=False), env).stdout

@@ -1,5 +1,5 @@
 """A kernel that native_functions.yaml declares and no object defines is one
-located error at build time, before anything is loaded (codegen/engine/kernel_check.py,
+located error at build time, before anything is loaded (codegen/build_folder/kernel_check.py,
 run after linking): the yaml line, the C++ signature, the namespace expected;
 not `undefined symbol` at dlopen."""
 

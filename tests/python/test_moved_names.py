@@ -3,7 +3,7 @@
 them until then: `from autograd_scons import torch_flags, verified_cache`
 gives the modules of their new place, with one DeprecationWarning per old
 name that names the new place and points at the line that used the old
-name (site_scons/moved_names.py).  Each check runs in a fresh interpreter:
+name (site_scons/autograd_scons/moved_names.py).  Each check runs in a fresh interpreter:
 the warning is once per process."""
 
 import os

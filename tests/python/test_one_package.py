@@ -13,26 +13,24 @@ from support.scons_helpers import TINY_ARGS, clone
 from support.spec_facts import REPO
 
 # Run in a fresh interpreter: imports every module of the package found in
-# site_scons/ (sub-packages, site_tools/) and codegen/ (the generator,
-# `autograd_scons.codegen`), then prints {file: [names]} for the package's files.
+# site_scons/autograd_scons/ (its sub-packages, site_tools/ and codegen/, the
+# generator), then prints {file: [names]} for the package's files.
 IMPORT_ALL = r"""
 import importlib, json, os, sys
 site = os.path.join(sys.argv[1], "site_scons")
+sys.path.insert(0, site)
 import autograd_scons
-assert os.path.realpath(autograd_scons.__file__) == os.path.realpath(os.path.join(site, "__init__.py")), \
+assert os.path.realpath(autograd_scons.__file__) == os.path.realpath(os.path.join(site, "autograd_scons", "__init__.py")), \
     autograd_scons.__file__
-skip = {"autograd_scons.site_init", "autograd_scons.jit.sconstruct",   # run by SCons, not imported
-        "autograd_scons.torch_patch.patch_sconstruct"}
-for top, package in ((site, ["autograd_scons"]), (os.path.join(sys.argv[1], "codegen"), ["autograd_scons", "codegen"])):
-    for folder, subdirs, names in os.walk(top):
-        rel = os.path.relpath(folder, top)
-        subdirs[:] = [d for d in subdirs if d != "__pycache__" and os.path.join(rel, d) != os.path.join("ship", "templates")]
-        for n in names:
-            if n.endswith(".py"):
-                parts = [] if rel == "." else rel.split(os.sep)
-                name = ".".join(package + parts + ([] if n == "__init__.py" else [n[:-3]]))
-                if name not in skip and not name.endswith("__main__"):
-                    importlib.import_module(name)
+skip = {"autograd_scons.jit.sconstruct", "autograd_scons.torch_patch.patch_sconstruct"}   # run by SCons, not imported
+for folder, subdirs, names in os.walk(os.path.join(site, "autograd_scons")):
+    rel = os.path.relpath(folder, site)
+    subdirs[:] = [d for d in subdirs if d != "__pycache__" and os.path.join(rel, d) != os.path.join("autograd_scons", "ship", "templates")]
+    for n in names:
+        if n.endswith(".py"):
+            name = ".".join(rel.split(os.sep) + ([] if n == "__init__.py" else [n[:-3]]))
+            if name not in skip and not name.endswith("__main__"):
+                importlib.import_module(name)
 """ + "\n" + r"""
 print(json.dumps(FILES()))
 """
@@ -44,7 +42,7 @@ _ROOT = _sys.argv[1]
 
 def FILES():
     import os, sys
-    roots = [os.path.realpath(os.path.join(_ROOT, d)) + os.sep for d in ("site_scons", "codegen")]
+    roots = [os.path.realpath(os.path.join(_ROOT, "site_scons")) + os.sep]
     out = {}
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
@@ -58,7 +56,7 @@ def twice(files):
     """The files held under a name other than the package's, or under two.
     SCons imports a tool's file under the tool's name (`nvcc`): site_tools/
     holds only the shims that name the package's modules, so those count once."""
-    shims = os.sep + os.path.join("site_scons", "site_tools") + os.sep
+    shims = os.sep + os.path.join("autograd_scons", "site_tools") + os.sep
     return {path: names for path, names in files.items() if len(names) > 1 or shims not in path and
             not all(n == "autograd_scons" or n.startswith("autograd_scons.") for n in names)}
 
@@ -75,7 +73,8 @@ def test_every_module_imported_has_one_name():
 
 
 def test_an_scons_build_holds_each_module_under_one_name(tmp_path):
-    """SCons puts site_scons/ itself on sys.path: nothing may import through it."""
+    """SCons puts site_scons/ on sys.path: every module is imported through
+    it, as the package's, and the top-level link codegen/ gives no second name."""
     repo = clone(tmp_path / "repo")
     code = FILES + ("import atexit, json, sys\n"
                     "def bare():\n"

@@ -75,11 +75,7 @@ def test_a_bad_load_is_caught_as_the_base(tmp_path):
 _FRAMES = r"""
 import importlib.util, json, os, sys, traceback
 site = os.path.join(sys.argv[1], "site_scons")
-spec = importlib.util.spec_from_file_location("autograd_scons", os.path.join(site, "__init__.py"),
-                                              submodule_search_locations=[site])
-module = importlib.util.module_from_spec(spec)
-sys.modules["autograd_scons"] = module
-spec.loader.exec_module(module)
+sys.path.insert(0, site)
 from autograd_scons.codegen.errors import Error, one_line_errors
 
 class Failed(Error):

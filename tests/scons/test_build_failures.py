@@ -346,10 +346,10 @@ def test_two_builds_of_one_tree_never_interleave(built_repo):
     # start late); the second then finds everything up to date.
     edit(os.path.join(built_repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
     release = os.path.join(built_repo, "release")
-    # The checkout's package registered first, as its site_init.py would, so
-    # that the patch is on the generator this build runs (a bare
-    # `codegen.incremental` was a second copy that the build never called).
-    slow = ("import os, runpy, time\nrunpy.run_path(os.path.join('site_scons', 'site_init.py'))\n"
+    # The checkout's package first on sys.path, as SCons puts it, so that the
+    # patch is on the generator this build runs (a bare `codegen.incremental`
+    # was a second copy that the build never called).
+    slow = ("import os, sys, time\nsys.path.insert(0, os.path.abspath('site_scons'))\n"
             "import autograd_scons.codegen.engine.incremental as i\n_u = i.update\n"
             "def update(*a, **k):\n"
             f"    deadline = time.monotonic() + 60\n"

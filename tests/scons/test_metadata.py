@@ -1,5 +1,5 @@
 """The backend writes every [project] field that core metadata defines, or
-refuses it in one line (site_scons/ship/metadata.py, issue 35): the result
+refuses it in one line (site_scons/autograd_scons/ship/metadata.py, issue 35): the result
 is read back with `packaging`'s metadata parser, field by field."""
 
 import pytest

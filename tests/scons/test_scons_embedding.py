@@ -37,7 +37,7 @@ SCONSCRIPT = f"""
 Import("env")
 host_env = env
 env = env.Clone()
-env.Tool("autograd_functions", toolpath=[{os.path.join(SITE, 'site_tools')!r}])
+env.Tool("autograd_functions", toolpath=[{os.path.join(SITE, 'autograd_scons', 'site_tools')!r}])
 functions = env.AutogradFunctions("gen", native_functions="spec/native_functions.yaml",
                                   derivatives="spec/derivatives.yaml", namespace="host::grad")
 lib = host_env.SharedLibrary("hostops", functions + env.SharedObject("own.cpp"))
@@ -116,7 +116,7 @@ def test_host_project_no_op_then_one_edit_recompiles_one_object(host):
     # the unchanged header.
     edit_tu = f"edited_{slot_of('ScaleBackward0', 2)}.os"   # -j2: two edit TUs
     assert compiled(out) == sorted(["cache_key.os", edit_tu])   # (and the digest's TU)
-    # The bucket is linked as its weakened copy (codegen/engine/weaken.py), through
+    # The bucket is linked as its weakened copy (codegen/build_folder/weaken.py), through
     # the host's environment, without any flag of the tool's.
     assert linked(out, "libhostops.so") == sorted([edit_tu, "bindings_0.os", "bucket_0.weak.os", "cache_key.os",
                                                    "own.os"])

@@ -33,7 +33,7 @@ env.SConsignFile("build/.sconsign")
 env.Replace(LINK="$CXX")
 env.Append(CCFLAGS=ARGUMENTS.get("OPT", "-O2").split())
 env["AUTOGRAD_PCH_KEY"] = ARGUMENTS.get("PCH_KEY", "torch 1")
-env.Tool("autograd_functions", toolpath=[{os.path.join(SITE, "site_tools")!r}])
+env.Tool("autograd_functions", toolpath=[{os.path.join(SITE, "autograd_scons", "site_tools")!r}])
 lib = env.AutogradLibrary("build/ops", "build/gen", native_functions="spec/native_functions.yaml",
                           derivatives="spec/derivatives.yaml", namespace="lib::grad", kernels=False,
                           unity=0, pch=ARGUMENTS.get("PCH") == "1")  # one TU per Function: objects by name

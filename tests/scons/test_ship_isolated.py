@@ -81,7 +81,7 @@ def test_the_tools_wheel_carries_every_template(tool):
     """`python -m autograd_scons new` from an installed autograd-functions-scons:
     its templates are package data (setup.py), not packages."""
     [wheel] = [os.path.join(tool[1], n) for n in os.listdir(tool[1])]
-    templates = os.path.join(ship.REPO, "site_scons", "ship", "templates")
+    templates = os.path.join(ship.REPO, "site_scons", "autograd_scons", "ship", "templates")
     expected = sorted("autograd_scons/ship/templates/" + os.path.relpath(os.path.join(d, n), templates)
                       for d, _, names in os.walk(templates) for n in names if "__pycache__" not in d)
     names = ship.wheel_names(wheel)

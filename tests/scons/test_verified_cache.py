@@ -162,7 +162,7 @@ env = Environment(tools=["gcc", "g++", "gnulink", "ar"], CXX=ARGUMENTS["CXX"],
 env.SConsignFile("build/.sconsign")
 env.Replace(LINK="$CXX")
 env.CacheDir(ARGUMENTS["CACHE"], verified_cache.VerifiedCacheDir)
-env.Tool("autograd_functions", toolpath=[{os.path.join(SITE, "site_tools")!r}])
+env.Tool("autograd_functions", toolpath=[{os.path.join(SITE, "autograd_scons", "site_tools")!r}])
 Default(env.AutogradLibrary("build/ops", "build/gen", native_functions="spec/native_functions.yaml",
                             derivatives="spec/derivatives.yaml", namespace="lib::grad", kernels=False,
                             unity=0))

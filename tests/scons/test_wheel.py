@@ -31,7 +31,7 @@ from support.spec_facts import REPO
 # The full tier (conftest.py): a wheel build and a venv (~15 s); the stand-in compiler.
 pytestmark = [pytest.mark.slow, pytest.mark.compile]
 
-SCONS_MIN = "4.5.2"  # site_scons/tool/compat.py: MIN_SCONS
+SCONS_MIN = "4.5.2"  # site_scons/autograd_scons/tool/compat.py: MIN_SCONS
 FAKE_CXX = os.path.join(REPO, "tests", "support", "fakecxx.sh")  # copied into the host folder
 
 # No torch here: flags are set by hand, as the stand-in builds need none.
@@ -144,10 +144,9 @@ def test_installed_tool_builds_an_embedding_sconstruct(venv):
     _run([ed, "-m", "SCons", "-Q", "-j2"], cwd=ed_host)
     assert tree(ed_host / "build" / "gen") == tree(host / "build" / "gen")
     ed_files = json.loads((ed_host / "modules.json").read_text())["files"]
-    assert os.path.realpath(ed_files["autograd_scons.codegen"]) == os.path.join(os.path.realpath(src), "codegen",
-                                                                                "__init__.py")
-    assert os.path.realpath(ed_files["autograd_scons"]) == os.path.join(os.path.realpath(src), "site_scons",
-                                                                        "__init__.py")
+    package = os.path.join(os.path.realpath(src), "site_scons", "autograd_scons")
+    assert ed_files["autograd_scons.codegen"] == os.path.join(package, "codegen", "__init__.py")   # not through a link
+    assert ed_files["autograd_scons"] == os.path.join(package, "__init__.py")
     # a second run: up to date, nothing compiled
     again = _run([py, "-m", "SCons", "-Q", "-j2"], cwd=host)
     assert compiled(again.stdout) == [] and "inputs unchanged (specs not parsed)" in again.stdout
@@ -219,7 +218,7 @@ def test_a_checkout_uses_its_own_code_not_the_installed_copy(venv, tmp_path):
     """`scons` in a checkout, with another copy installed ahead of it (the
     wheel's site-packages on PYTHONPATH; this interpreter for torch's facts):
     the checkout's generator and helpers are used, never the installed ones
-    (site_scons/site_init.py registers the checkout's package)."""
+    (SCons puts the checkout's site_scons/ first on sys.path)."""
     _, site, _, _ = venv
     from support.scons_helpers import TINY_ARGS, clone
     repo = clone(tmp_path / "repo")

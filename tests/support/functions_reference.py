@@ -47,9 +47,9 @@ def torchgen_functions() -> tuple[str, str]:
 # ------------------------------------------------------------ declarations
 
 # libtorch's classes are read by the product itself (a patch must match them).
-from autograd_scons.codegen.spec.libtorch_classes import LibtorchClass as Struct  # noqa: E402,F401
-from autograd_scons.codegen.spec.libtorch_classes import normalise_type  # noqa: E402,F401
-from autograd_scons.codegen.spec.libtorch_classes import read_classes as read_structs  # noqa: E402,F401
+from autograd_scons.codegen.parse.libtorch_classes import LibtorchClass as Struct  # noqa: E402,F401
+from autograd_scons.codegen.parse.libtorch_classes import normalise_type  # noqa: E402,F401
+from autograd_scons.codegen.parse.libtorch_classes import read_classes as read_structs  # noqa: E402,F401
 
 
 # ------------------------------------------------------------- definitions

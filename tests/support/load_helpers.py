@@ -24,11 +24,7 @@ SPECS = os.path.join(REPO, "specs")
 RUNNER = f"""
 import importlib.util, json, os, sys
 site = os.path.join({REPO!r}, "site_scons")
-spec = importlib.util.spec_from_file_location("autograd_scons", os.path.join(site, "__init__.py"),
-                                              submodule_search_locations=[site])
-module = importlib.util.module_from_spec(spec)
-sys.modules["autograd_scons"] = module
-spec.loader.exec_module(module)
+sys.path.insert(0, site)
 import torch
 from autograd_scons import load, load_inline
 call = json.loads(sys.argv[1])

@@ -16,12 +16,7 @@ from support.spec_facts import REPO
 def environ(tmp, **more) -> dict:
     """This process's environment, with this checkout's package and the
     tests' `support` importable, and the cache of shared preludes in `tmp`."""
-    path = os.path.join(str(tmp), "pythonpath")
-    os.makedirs(path, exist_ok=True)
-    link = os.path.join(path, "autograd_scons")
-    if not os.path.lexists(link):
-        os.symlink(os.path.join(REPO, "site_scons"), link)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([path, os.path.join(REPO, "tests")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "site_scons"), os.path.join(REPO, "tests")]))
     env.setdefault("AUTOGRAD_EXTENSIONS_DIR", os.path.join(str(tmp), "extensions"))
     env.update(more)
     return env

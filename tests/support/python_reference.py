@@ -59,7 +59,7 @@ def torchgen_python() -> tuple[dict[str, list[str]], list]:
 
 
 def to_torchgen(t):
-    """Our C++ type (codegen/api/cpp.py) as torchgen's type object of the same spelling."""
+    """Our C++ type (codegen/model/cpp.py) as torchgen's type object of the same spelling."""
     import torchgen.api.types as tg
     kind = type(t).__name__
     if kind == "BaseCType":

@@ -96,7 +96,7 @@ class Scenario:
     @property
     def linked(self) -> list[str]:
         """The objects on the link line: a bucket holding shadowed old text is
-        linked as its weakened copy (codegen/engine/weaken.py)."""
+        linked as its weakened copy (codegen/build_folder/weaken.py)."""
         bucket = "bucket_0.weak.os" if self.shadowed else "bucket_0.os"
         return sorted([bucket, "bindings_0.os", "cache_key.os"] +
                       [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])

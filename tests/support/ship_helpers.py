@@ -3,10 +3,9 @@ new`, the build backend autograd_scons.build_meta): not a test module.
 
 pip runs the backend in a subprocess with the build environment's Python:
 with --no-build-isolation, this one, where `autograd_scons` may be installed
-editable from another checkout.  A folder holding `autograd_scons` as a link
-to this checkout's site_scons/ (whose package registers the checkout's
-codegen/ as autograd_scons.codegen), put first on PYTHONPATH, makes pip's
-backend (and SCons under it) this checkout's."""
+editable from another checkout.  This checkout's site_scons/ (the folder
+holding its package), put first on PYTHONPATH, makes pip's backend (and
+SCons under it) this checkout's."""
 
 import os
 import shutil
@@ -21,12 +20,7 @@ from support.scons_helpers import FAKE_CXX  # noqa: F401 (the one spelling: -I -
 
 def this_checkout(tmp):
     """A PYTHONPATH entry whose `autograd_scons` is this checkout's."""
-    path = os.path.join(str(tmp), "pythonpath")
-    os.makedirs(path, exist_ok=True)
-    link = os.path.join(path, "autograd_scons")
-    if not os.path.lexists(link):
-        os.symlink(os.path.join(REPO, "site_scons"), link)
-    return path
+    return os.path.join(REPO, "site_scons")
 
 
 def environ(pythonpath, **more):

@@ -1,0 +1,167 @@
+"""The generator's commands of `python -m autograd_scons` (infos, generate,
+signatures, weaken): `add_commands` puts them on the tool's parser (autograd_scons's
+__main__.py), `run` runs the one parsed.
+
+Each command imports what it runs when it runs (the imports inside the
+`_cmd_*` functions): `--help` and `weaken` load no parser or emitter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .errors import SpecError, os_error_line
+
+
+def _spec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--native-functions", required=True, metavar="YAML",
+                   help="native_functions.yaml: the operator schemas")
+    p.add_argument("--tags", metavar="YAML", default=None,
+                   help="tags.yaml: the valid tags (optional; without it any tag is accepted)")
+    p.add_argument("--derivatives", required=True, metavar="YAML",
+                   help="derivatives.yaml: the backward and forward formulas")
+
+
+def _cmd_infos(args: argparse.Namespace) -> int:
+    from .parse.load_derivatives import load_infos  # (on use: see the module's docstring)
+    infos = load_infos(args.native_functions, args.derivatives, args.tags)
+    # One info per line: readable, diffable, and the C encoder (no indent) is fast.
+    sys.stdout.write('{"infos": [\n' + ",\n".join(json.dumps(i.as_json()) for i in infos) + "\n]}\n")
+    return 0
+
+
+def _cmd_signatures(args: argparse.Namespace) -> int:
+    from .emit.signatures import kernel_signatures  # (on use: see the module's docstring)
+    from .parse.load_derivatives import gc_paused
+    from .parse.native_functions import load_tags, parse_native_functions
+    from .parse.yaml_io import read_text
+    with gc_paused():
+        native = parse_native_functions(args.native_functions, read_text(args.native_functions),
+                                        load_tags(args.tags))
+    sys.stdout.write(kernel_signatures(native, os.path.basename(args.native_functions)))
+    return 0
+
+
+def _unity(text: str):
+    from .engine.layout import parse_unity  # (on use: see the module's docstring)
+    try:
+        return parse_unity(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    import time  # (this command's imports: see the module's docstring)
+
+    from .emit.options import EmitOptions
+    from .engine.incremental import Request, update
+    from .build_folder.lock import lock_folder, remove_made_folder
+    from .engine.update_report import foreign_line, layout_line, report
+
+    try:
+        opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include),
+                           kernels=not args.no_kernels, python=not args.no_python)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    made = lock_folder(args.out, say=lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        result = update(args.out, args.native_functions, args.derivatives, args.tags,
+                        Request(opts, unity=args.unity, jobs=args.jobs, override=args.override))
+    except BaseException:
+        if made:
+            remove_made_folder(args.out)
+        raise
+    if result.warning:
+        print(f"warning: {result.warning}", file=sys.stderr)
+    if result.foreign:
+        print(f"warning: {foreign_line(result)}", file=sys.stderr)
+    if not args.quiet:
+        print(f"generated in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    print(f"{args.out}: {report(result)}; {layout_line(result)}")
+    return 0
+
+
+def add_commands(sub) -> None:
+    """The generator's subcommands, on `sub` (an argparse subparsers action)."""
+    infos = sub.add_parser("infos", help="print the differentiability infos as JSON")
+    _spec_args(infos)
+    infos.set_defaults(run=_cmd_infos)
+
+    gen = sub.add_parser("generate", help="write the C++ autograd Functions (one .h/.cpp per op)")
+    _spec_args(gen)
+    gen.add_argument("--out", required=True, metavar="DIR",
+                     help="output folder, kept up to date incrementally as the SCons tool keeps "
+                          "it (a manifest records what was generated from what)")
+    gen.add_argument("--namespace", default=None, metavar="NS",
+                     help="C++ namespace of the classes, unique to the library (default: "
+                          "<op namespace>::autograd from the specs' ops outside aten, "
+                          "autograd_ext::generated for ATen's alone); not libtorch's own "
+                          "torch::autograd::generated")
+    gen.add_argument("--unity", type=_unity, default=None, metavar="N|auto",
+                     help="compile layout: N unity buckets unity/bucket_<i>.cpp, 0 for one TU per "
+                          "unit, auto (default) for a count from the number of units and --jobs")
+    gen.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                     help="parallel compiles the layout is for (default: the CPU count)")
+    gen.add_argument("--override", action="store_true",
+                     help="you link, while the summary says units override their old text, each "
+                          "bucket object holding it as a weakened copy (python -m autograd_scons weaken): an "
+                          "edited unit then leaves its bucket unrecompiled")
+    gen.add_argument("--no-kernels", action="store_true",
+                     help="no registration or Autograd kernels for the ops outside aten")
+    gen.add_argument("--no-python", action="store_true",
+                     help="no Python bindings of the Functions (python/): for a library used from C++ "
+                          "alone, which then needs neither libtorch_python nor Python's symbols")
+    gen.add_argument("--include", action="append", default=[], metavar="HEADER",
+                     help="header with helpers the formulas call, included by every definition TU "
+                          "(repeatable); for PyTorch's own specs: torch/csrc/autograd/FunctionsManual.h")
+    gen.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
+    gen.set_defaults(run=_cmd_generate)
+
+    sig = sub.add_parser("signatures", help="print the C++ declaration of every kernel native_functions.yaml "
+                                            "names under dispatch:, as the generated ops/<ns>_<op>.h declare them")
+    sig.add_argument("native_functions", metavar="YAML", help="native_functions.yaml: the operator schemas")
+    sig.add_argument("--tags", metavar="YAML", default=None,
+                     help="tags.yaml: the valid tags (optional; without it any tag is accepted)")
+    sig.set_defaults(run=_cmd_signatures)
+
+    weak = sub.add_parser("weaken", help="copy a bucket's object with the symbols the edit TUs' "
+                                         "objects define made weak (ELF; nm and objcopy)")
+    weak.add_argument("bucket", metavar="BUCKET_OBJECT")
+    weak.add_argument("edits", nargs="+", metavar="EDIT_TU_OBJECT")
+    weak.add_argument("-o", "--output", required=True, metavar="OBJECT")
+    weak.add_argument("--nm", default="nm")
+    weak.add_argument("--objcopy", default="objcopy")
+    weak.set_defaults(run=_cmd_weaken)
+
+
+def _cmd_weaken(args: argparse.Namespace) -> int:
+    from .build_folder.weaken import WeakenError, weaken  # (on use: see the module's docstring)
+    try:
+        names = weaken(args.bucket, args.edits, args.output, nm=args.nm, objcopy=args.objcopy)
+    except WeakenError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{args.output}: {len(names)} symbols of {args.bucket} made weak")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command; its errors as one line and an exit code."""
+    try:
+        return args.run(args)
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1

@@ -1,0 +1,8 @@
+"""C++ emission: the model (model/) into C++ text: the Functions (functions,
+backward, saved, superclass, support, load_check, prelude_headers, lines),
+an extension's op kernels and registrations (kernels, dispatch,
+registration, forward_ad) and the Python bindings (python_bindings,
+python_properties), every fixed line in templates/.
+
+May import: model/, parse/, templates/, errors, tree.
+"""

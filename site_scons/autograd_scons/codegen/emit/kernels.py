@@ -1,0 +1,348 @@
+"""Operator registration and Autograd-key kernels for an extension's own ops.
+
+For ATen ops libtorch already has both; for the ops of an extension (any
+namespace but `aten`) this writes what PyTorch's VariableType does for
+ATen: per native function, one translation unit `ops/<ns>_<name>.cpp` that
+declares the schema and registers an Autograd kernel (registration.py) which creates the op's autograd Function, saves what its info says
+(inputs before the call, outputs after), connects the graph and redispatches
+below autograd to the backend kernels the extension wrote by hand.
+
+One TU per native function keeps the incremental guarantee: a change to one
+op's formula changes only that op's Function .cpp; its kernel TU includes the
+Function's header only, which changes only when the saved members do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ..model.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
+from ..model.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT, return_names, return_type, scalarT,
+                       stringViewT, symIntArrayRefT)
+from ..model.schema import FUNCTIONAL, INPLACE, OUT, Argument, is_tensor_like
+from ..parse.native_functions import NativeFunction, NativeSpec
+from ..errors import SpecError
+from ..templates import load
+from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
+from .callers import callee_includes, caller_declaration, caller_definition
+from .dispatch import declarations, dispatch_of, key_line, registrations
+from .lines import AT_FORMULA, INCLUDE, number_back
+from .local_names import check_kernel_names
+from .registration import registration
+from .forward_ad import ForwardAD, forward_ad
+from .options import EmitOptions
+from .views import copy_kernel, inverse_declaration, view_kernels, view_of
+
+# Saved views copied with `.vec()`.
+_ARRAY_VIEWS = (intArrayRefT, symIntArrayRefT, ArrayRefCType(scalarT))
+_RETURN_RESULT = "return _result;"
+
+
+@dataclass(frozen=True)
+class KernelUnit:
+    """One native function of an extension, with the info that differentiates it."""
+    func: NativeFunction
+    info: Optional[DifferentiabilityInfo]
+    # Between name and overload: `_`, or `__` where `_` would give an op
+    # named `x_out` and the overload `x.out` one C++ name (kernel_units).
+    overload_sep: str = "_"
+    # For a view's generated `_copy` twin: the view.
+    copy_of: Optional[NativeFunction] = None
+
+    @property
+    def stem(self) -> str:
+        n = self.func.func.name
+        return f"{self.func.namespace}_{n.name}" + (f"{self.overload_sep}{n.overload}" if n.overload else "")
+
+    @property
+    def path(self) -> str:
+        return op_file(self.stem, ".cpp")
+
+    # What the incremental engine keys and reports a unit by (a Function's
+    # op name never contains '::').
+    @property
+    def op(self) -> str:
+        n = self.func.func.name
+        return f"{self.func.namespace}::{n}"
+
+    @property
+    def entry(self) -> dict:
+        return self.info.entry if self.info is not None else {}
+
+
+def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> list[KernelUnit]:
+    """Every non-ATen native function, paired with the Default-key info of its
+    own entry, or for an in-place variant with that of its functional twin."""
+    by_func = {str(i.func.func): i for i in infos if i.dispatch_key == "Default"}
+    by_sig = {i.func.func.signature_key: i for i in by_func.values() if i.func.func.kind() == FUNCTIONAL}
+    copies = {id(g.view_copy): g.view for g in native.view_groups if g.view_copy is not None and g.view_copy.generated}
+    units = []
+    for f in native.functions:
+        if f.namespace == "aten" or (f.generated and id(f) not in copies):
+            continue
+        info = by_func.get(str(f.func))
+        if info is None and f.func.kind() == INPLACE:
+            info = by_sig.get(f.func.signature_key)
+        units.append(KernelUnit(f, info, copy_of=copies.get(id(f))))
+    # torch.library takes `myadd_out` beside `myadd.out`: the overload's
+    # names move aside (a collision left after that is units.py's error).
+    plain = {u.stem.lower() for u in units if not u.func.func.name.overload}
+    return [KernelUnit(u.func, u.info, "__", u.copy_of) if u.func.func.name.overload and u.stem.lower() in plain
+            else u for u in units]
+
+
+# ------------------------------------------------------------------ render
+
+
+def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = ()) -> dict[str, str]:
+    """`ops/<stem>.h` and `ops/<stem>.cpp`; `callees`: the stems of the ops
+    its forward formulas call (emit/callers.py)."""
+    f = unit.func
+    fs = f.func
+    dispatch = dispatch_of(f)
+    view = view_of(f, dispatch, unit.info)
+    ret, params = _signature(f)
+    args = fs.schema_order_arguments()
+    decl = parameters_of(f, params)
+    op = f"{f.namespace}::{fs}"
+    inverse = inverse_declaration(f, view, params) if view is not None else None
+    files = {op_file(unit.stem, ".h"): load("op_kernels.h").substitute(
+        banner=BANNER, op=op, type_includes=load("kernel_types.h").lines(),
+        caller=caller_declaration(unit, opts.ns, ret, params),
+        kernels=declarations(f, dispatch, (ret, decl), inverse) if dispatch is not None else [])}
+    own_header = [f'#include "{include(unit.path, op_file(unit.stem, ".h"))}"']
+    caller = caller_definition(unit, opts.ns, ret, params)
+    if dispatch is not None and dispatch.implicit:
+        if unit.info is not None and unit.info.op:
+            raise SpecError(f"a CompositeImplicitAutograd op is differentiated through the ops its kernel "
+                            f"calls, but derivatives.yaml has an entry for it (line {unit.info.line}): remove "
+                            f"one of them", f.file, key_line(f, "dispatch"), op)
+        files[unit.path] = load("op_registration.cpp").substitute(
+            banner=BANNER, op=op, own_header=own_header, caller=caller,
+            why="differentiated through its CompositeImplicitAutograd kernel",
+            registration=registration(unit, opts, registrations(f, dispatch)))
+        return files
+    if uses_autograd_fallback(unit):
+        files[unit.path] = load("op_registration.cpp").substitute(
+            banner=BANNER, op=op, own_header=own_header, caller=caller,
+            why="no derivatives entry: no Autograd kernel, torch's autograd fallback applies",
+            registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
+        return files
+    check_kernel_names(f, [a.name for a in args])
+    impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
+    holes = _autograd_kernel(unit, opts, ret, params, view is not None)
+    located = any(AT_FORMULA in line for line in holes["body"])
+    more: list[str] = []
+    kinds = "Autograd kernel"
+    if view is not None:
+        more, extra = view_kernels(unit, view, ret, params, decl)
+        impls += extra
+        kinds = "Autograd, ADInplaceOrView and Functionalize kernels"
+    elif unit.copy_of is not None:
+        more, extra = copy_kernel(unit, ret, params, decl)
+        impls += extra
+        kinds = "Autograd and CompositeExplicitAutograd kernels"
+    files[unit.path] = number_back(load("op_kernel.cpp").substitute(
+        banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl, kernels=kinds,
+        view_includes=load("view_includes.cpp").lines() if view is not None else [], view_kernels=more,
+        own_header=own_header, callee_headers=callee_includes(unit.path, callees), caller=caller,
+        derivative_lines=INCLUDE if located else [],
+        registration=registration(unit, opts, impls), **holes), f"../{unit.path}")
+    return files
+
+
+def uses_autograd_fallback(unit: KernelUnit) -> bool:
+    """An op with no derivatives entry (other than an out= overload) gets no
+    Autograd kernel: torch's fallback for an op without one then decides,
+    as for the same op registered through torch.library (it runs the kernel
+    below its own Autograd key only: ATen ops the kernel calls record their
+    history; a gradient that would flow back through a result warns and is
+    None)."""
+    return unit.info is None and unit.func.func.kind() != OUT
+
+
+def signature_of(f: NativeFunction) -> tuple[str, list[str]]:
+    """The C++ return type and parameter types a hand-written kernel of `f` has."""
+    return _signature(f)
+
+
+def parameters_of(f: NativeFunction, types: Sequence[str]) -> str:
+    """A kernel's parameter list: each type of `types` with its argument's name."""
+    return ", ".join(f"{t} {a.name}" for t, a in zip(types, f.func.schema_order_arguments()))
+
+
+def _signature(f: NativeFunction) -> tuple[str, list[str]]:
+    """The dispatcher's C++ return type and parameter types of `f`."""
+    fs = f.func
+    params = [_param_type(f, a) for a in fs.schema_order_arguments()]
+    rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).cpp_type()
+            for r in fs.returns]
+    ret = "void" if not rets else rets[0] if len(rets) == 1 else f"::std::tuple<{','.join(rets)}>"
+    return ret, params
+
+
+def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list[str], is_view: bool) -> dict:
+    """The holes of templates/op_kernel.cpp that the Autograd kernel fills."""
+    f = unit.func
+    info = unit.info if unit.info is not None and unit.info.op else None
+    if unit.info is not None and info is None:  # nothing differentiable: no tangents either
+        fw = ForwardAD([], [], set(), False)
+    else:
+        same = info is None or str(info.func.func) == str(f.func)
+        fw = forward_ad(unit, info, "op" if same else _handle(info.func))
+    # No file or line here: inserting an entry must not rewrite every kernel.
+    function_header = [f'#include "{include(unit.path, function_file(info.op, ".h"))}"'] if info is not None else []
+    # forward formulas see what backward formulas see
+    prelude = [f'#include "{include(unit.path, PRELUDE_IMPL_H)}"'] if fw.needs_prelude else []
+    # the one save-time helper that lives in FunctionsManual.h
+    manual = info is not None and any("strides_or_error" in a.expr for a in info.all_saved_inputs)
+    return {"function_header": function_header, "prelude_impl": prelude,
+            "manual_include": load("op_manual_include.cpp").lines() if manual else [],
+            "manual_using": load("op_manual_using.cpp").lines() if manual else [],
+            "body": _body(unit, info, params, ret, fw, is_view)}
+
+
+def _handle(func: NativeFunction) -> str:
+    """The typed dispatcher handle of `func`, as an expression."""
+    ret, params = _signature(func)
+    fs = func.func
+    return (f'c10::Dispatcher::singleton().findSchemaOrThrow("{func.namespace}::{fs.name.name}", '
+            f'"{fs.name.overload}").typed<{ret}({", ".join(params)})>()')
+
+
+def _call(f: NativeFunction, sig: str, names: list[str], ret: str, is_view: bool) -> list[str]:
+    """The typed dispatcher handle, then the call below autograd: into
+    `_result`, or (`void`) a statement alone.  A view's call runs the next
+    key, its ADInplaceOrView kernel (as ATen's VariableType calls views)."""
+    n = f.func.name
+    lookup = load("op_lookup.cpp").lines(name=f"{f.namespace}::{n.name}", overload=n.overload, signature=sig)
+    if ret == "void":
+        return lookup + load("op_call_void.cpp").lines(args=", ".join(names))
+    guard = "AutoDispatchBelowAutograd" if is_view else "AutoDispatchBelowADInplaceOrView"
+    return lookup + load("op_call_result.cpp").lines(args=", ".join(names), guard=guard)
+
+
+def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[str], ret: str,
+          fw: ForwardAD, is_view: bool) -> list[str]:
+    f = unit.func
+    fs = f.func
+    kind = fs.kind()
+    names = [a.name for a in fs.schema_order_arguments()]
+    call = _call(f, f"{ret}({', '.join(params)})", names, ret, is_view)
+    out: list[str] = list(fw.before)
+
+    if kind == OUT or info is None:
+        return out + _plain_body(unit, call, ret)
+
+    inplace = kind == INPLACE
+    diff = ", ".join(b.name for b in info.args_with_derivatives)
+    options = "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None
+    out += load("op_grad_fn.cpp").lines(
+        differentiable=diff, function=info.op,
+        inplace_check=load("op_check_inplace.cpp").lines() if inplace else [],
+        input_checks=unchecked_input_checks(unit, info),
+        options=load("op_tensor_options.cpp").lines() if options else [],
+        save=_save(info.all_saved_inputs, is_output=False, inplace=inplace)
+        + [f"grad_fn->{b.name}_size_ = {b.name}.size();" for b in info.args_with_derivatives if b.ctype.is_tensor_list])
+    out += call
+    if inplace:
+        out += load("op_inplace_history.cpp").lines(save=_save(info.all_saved_outputs, is_output=True, inplace=True))
+        return out + fw.after + ([_return(fs)] if fs.returns else [])
+
+    rnames = [("result" if x == "self" else x) for x in return_names(fs)]
+    douts = [o.name for o in differentiable_outputs(info)]
+    used = set(douts) | {a.name for a in info.all_saved_outputs} | fw.outputs
+    results = [f"auto& {rnames[0]} = _result;"] if len(rnames) == 1 else \
+        [f"auto& {r} = std::get<{i}>(_result);" for i, r in enumerate(rnames) if r in used]
+    out += load("op_history.cpp").lines(
+        results=results, save=_save(info.all_saved_outputs, is_output=True, inplace=False),
+        set_history=[f"set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);"] if douts else [])
+    return out + fw.after + [_RETURN_RESULT]
+
+
+def inputs_without_formula(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
+    """The tensor inputs (not out=) of `unit` that `info` gives no formula and
+    does not mark non_differentiable: legal, as in ATen, and checked at run
+    time (ATen also leaves out an input named `output`)."""
+    with_formula = {b.name for b in info.args_with_derivatives}
+    return [a.name for a in unit.func.func.arguments.flat_non_out
+            if is_tensor_like(a.type) and a.name not in with_formula
+            and a.name not in info.non_differentiable_arg_names and a.name != "output"]
+
+
+def unchecked_input_checks(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
+    """ATen's check that an input without a formula does not require grad:
+    `The function 'mm2' is not differentiable with respect to argument 'b'`."""
+    name = unit.func.func.name.name
+    return [f'check_no_requires_grad({a}, "{a}", "{name}");' for a in inputs_without_formula(unit, info)]
+
+
+def _plain_body(unit: KernelUnit, call: list[str], ret: str) -> list[str]:
+    """Not differentiable here.  Without any formula (or for out=), refuse
+    inputs that require grad rather than return results silently cut off
+    from the graph; an entry marking everything non_differentiable says the
+    results simply do not require grad."""
+    fs = unit.func.func
+    kind = fs.kind()
+    args = fs.schema_order_arguments()
+    tensor_args = [a.name for a in args if a.type.base() == "Tensor"]
+    out: list[str] = []
+    if tensor_args and (kind == OUT or unit.info is None):
+        what = "functions with out=... arguments don't support automatic differentiation" if kind == OUT \
+            else "has no derivative formula"
+        out += load("op_refuse_grad.cpp").lines(args=", ".join(tensor_args), op=str(fs.name), what=what)
+    out += call
+    out += [f"increment_version({a.name});" for a in args if a.is_write]
+    return out if ret == "void" else out + [_return(fs)]
+
+
+def _return(fs) -> str:
+    """Mutable results are references to the arguments they alias: return
+    those, not the (copied) value the call produced."""
+    aliased = [next((a.name for a in fs.schema_order_arguments() if r.is_write and a.annotation == r.annotation),
+                    None) for r in fs.returns]
+    if not fs.returns or None in aliased:
+        return _RETURN_RESULT
+    if len(aliased) == 1:
+        return f"return {aliased[0]};"
+    return f"return std::forward_as_tuple({', '.join(aliased)});"
+
+
+def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) -> list[str]:
+    """Statements storing each saved value on `grad_fn`, in member order."""
+    out = []
+    for a in sorted(attrs, key=lambda a: a.name):
+        expr = a.expr
+        if a.type.is_tensor:
+            var = a.name
+            if inplace and is_output:
+                expr = "SavedVariable(self, true, self.is_view())"
+            elif inplace and var == "self":
+                # The op overwrites self; the formula wants its old value.
+                expr = "SavedVariable(self.clone(), false)"
+            else:
+                expr = f"SavedVariable({var}, {'true' if is_output else 'false'})"
+            out.append(f"grad_fn->{a.name}_ = {expr};")
+            continue
+        if a.type.is_tensor_list:
+            out.append(f"grad_fn->{a.name}_ = make_saved_variable_list({a.name});")
+            continue
+        if a.type in _ARRAY_VIEWS:
+            expr = f"{expr}.vec()"
+        elif a.type == stringViewT:
+            expr = f"std::string({expr})"
+        elif a.type == OptionalCType(stringViewT):
+            expr = f"{expr}.has_value() ? ::std::optional<std::string>(std::string({expr}.value())) : ::std::nullopt"
+        out.append(f"grad_fn->{a.name} = {expr};")
+    return out
+
+
+def _names_used(attrs: Sequence[SavedAttribute]) -> set[str]:
+    return {a.expr.split(".")[0] for a in attrs}
+
+
+def _param_type(f: NativeFunction, a: Argument) -> str:
+    """The dispatcher's (faithful) C++ type of one argument."""
+    return argument_type(a.type, mutable=a.is_write, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
+                         ilistref=f.part_of_structured_group).cpp_type()

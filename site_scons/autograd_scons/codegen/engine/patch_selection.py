@@ -1,0 +1,198 @@
+"""Which Functions a patch of libtorch's own (EmitOptions.patch) defines,
+and the edits it must refuse.
+
+A patch replaces the out-of-line members of libtorch's generated classes in
+a running torch (docs/patching-torch.md).  It can change a formula, nothing
+else: libtorch's autograd kernels construct each class and fill its saved
+members, and libtorch_cpu.so keeps most of FunctionsManual's helpers local.
+So a Function can be patched when:
+
+- libtorch has the class (a new entry is a new kernel: PyTorch rebuilt);
+- its base and members are libtorch's, type for type (what the edit saves
+  is what libtorch's kernel saves);
+- libtorch reaches its members through symbols a preloaded library can
+  replace (PatchTarget.bound_locally lists those it cannot);
+- its formulas use none of the helpers libtorch does not export
+  (PatchTarget.hidden_helpers, read off the library by the tool; empty when
+  FunctionsManual.cpp is compiled into the patch).
+
+A Function *edited* (its info differs from the one torch's own specs give)
+that cannot be patched is refused, located at its entry: leaving it out
+would be a patch that silently does not do what was asked.  With
+`PatchTarget.every`, the unedited ones that cannot be patched are left out
+and counted by reason; without it, only the edited ones are patched.
+
+    selection = select(units, target, out_dir)   # raises SpecError
+    selection.units, selection.left_out, selection.summary()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..emit.options import PatchTarget
+from ..errors import SpecError
+from .keys import digest, dumps, generator_version, hash_of
+from ..parse.libtorch_classes import LibtorchClass, normalise_type, read_classes
+from ..tree import PATCH_REFERENCE
+from .units import Kind, Unit, load_units
+from .writer import write_atomic
+
+# Why an unedited Function is left out of `--all` (the report's keys).
+NOT_IN_LIBTORCH = "not a class of libtorch's"
+BOUND_LOCALLY = "bound to libtorch itself"
+OTHER_MEMBERS = "members other than libtorch's"
+HIDDEN_HELPER = "uses a helper libtorch does not export"
+
+# A name used unqualified (not a member, not qualified), and a member used
+# on a saved value: `self_info.zeros(`.
+_NAME = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)")
+_MEMBER = re.compile(r"(?<![\w.>:])([A-Za-z_]\w*)\s*\.\s*([A-Za-z_]\w*)\s*\(")
+_REBUILD = "this edit needs PyTorch rebuilt"
+
+
+@dataclass
+class Selection:
+    units: list = field(default_factory=list)        # the Functions to define, in order
+    edited: list = field(default_factory=list)       # names of those that differ from torch's own
+    left_out: dict = field(default_factory=dict)     # reason -> [names] (with `every`)
+    helpers: dict = field(default_factory=dict)      # hidden helper -> [names] that call it
+
+    def summary(self) -> str:
+        """What the generated folder records of the selection (patch.json)."""
+        return json.dumps({"patched": [u.name for u in self.units], "edited": self.edited,
+                           "left_out": self.left_out, "hidden_helpers_called": self.helpers},
+                          indent=1, sort_keys=True) + "\n"
+
+
+def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None) -> Selection:
+    """The Functions of `units` to patch (see the module's docstring).
+    `out_dir` keeps the reference's digests between runs."""
+    classes = _installed_classes(target.functions_h)
+    reference = reference_digests(target, out_dir)
+    hidden, bound = frozenset(target.hidden_helpers), frozenset(target.bound_locally)
+    out = Selection()
+    for u in units:
+        if u.kind is not Kind.FUNCTION:
+            continue
+        edited = reference.get(u.name) != hash_of(u.subject)
+        if not edited and not target.every:
+            continue
+        problem = _problem(u, classes.get(u.name), hidden, bound)
+        if problem is None:
+            out.units.append(u)
+            if edited:
+                out.edited.append(u.name)
+            continue
+        reason, message = problem
+        if edited:
+            raise SpecError(message, *u.where())
+        out.left_out.setdefault(reason, []).append(u.name)
+        if reason == HIDDEN_HELPER:
+            for h in sorted(called(u.subject) & hidden):
+                out.helpers.setdefault(h, []).append(u.name)
+    return out
+
+
+def called(info) -> set[str]:
+    """What the formulas of `info` use that a helper list can name: the
+    names they use unqualified, and `Class::member` for each member they
+    call on a saved value of a class (`self_info.zeros()`:
+    `TypeAndSize::zeros`)."""
+    classes = {a.name: str(getattr(a.type, "name", a.type)).rpartition("::")[2]
+               for a in tuple(info.all_saved_inputs) + tuple(info.all_saved_outputs)}
+    out: set = set()
+    for d in info.derivatives:
+        out.update(m.group(1) for m in _NAME.finditer(d.formula))
+        out.update(f"{classes[m.group(1)]}::{m.group(2)}" for m in _MEMBER.finditer(d.formula)
+                   if m.group(1) in classes)
+    return out
+
+
+def _problem(u: Unit, theirs: Optional[LibtorchClass], hidden: frozenset,
+             bound: frozenset) -> Optional[tuple[str, str]]:
+    """(reason, one-line message) why `u` cannot be patched, or None."""
+    from ..emit.functions import class_layout  # (the emitter: on use, as units.py does)
+    name = u.name
+    if theirs is None:
+        return NOT_IN_LIBTORCH, (f"'{name}' is not a class of the installed libtorch (a new entry, or a "
+                                 f"renumbered one): its class and the autograd kernel that creates it "
+                                 f"exist only in a rebuilt libtorch; {_REBUILD}")
+    if name in bound:
+        return BOUND_LOCALLY, (f"libtorch binds the members of '{name}' to itself (hidden or protected "
+                               f"visibility, or -Bsymbolic-functions): no other library can replace them")
+    base, members = class_layout(u.subject)
+    mine = tuple((normalise_type(t), n) for t, n in members)
+    if base != theirs.base:
+        return OTHER_MEMBERS, (f"'{name}' would derive from {base} where libtorch's derives from "
+                               f"{theirs.base}; {_REBUILD}")
+    if mine != theirs.members:
+        return OTHER_MEMBERS, f"'{name}' {_member_difference(mine, theirs.members)}; {_REBUILD}"
+    calls = sorted(called(u.subject) & hidden)
+    if calls:
+        return HIDDEN_HELPER, (f"'{name}' uses {calls[0]}, which libtorch does not export (it is local to "
+                               f"libtorch_cpu.so): --functions-manual FunctionsManual.cpp, of the PyTorch "
+                               f"version installed, compiles FunctionsManual's helpers into the patch")
+    return None
+
+
+def _member_difference(mine: tuple, theirs: tuple) -> str:
+    """What the edit changes of the saved members, said of the first one."""
+    their_names = dict((n, t) for t, n in theirs)
+    my_names = dict((n, t) for t, n in mine)
+    for t, n in mine:
+        if n not in their_names:
+            return (f"saves {n} ({t}), which libtorch's class does not (libtorch's autograd kernel fills "
+                    f"the saved values)")
+        if their_names[n] != t:
+            return f"saves {n} as {t}, which libtorch's class holds as {their_names[n]}"
+    for t, n in theirs:
+        if n not in my_names:
+            return f"no longer saves {n} ({t}), which libtorch's class holds"
+    return "saves its values in another order than libtorch's class"
+
+
+def _installed_classes(path: str) -> dict[str, LibtorchClass]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise SpecError(f"cannot read libtorch's class declarations: {e.strerror}", path) from None
+    classes = read_classes(text)
+    if not classes:
+        raise SpecError("no autograd Function class found: not libtorch's generated Functions.h", path)
+    return classes
+
+
+def reference_digests(target: PatchTarget, out_dir: Optional[str] = None) -> dict[str, str]:
+    """{Function: digest of its info} as torch's own specs give them,
+    kept in `out_dir` keyed by those files' bytes and the generator."""
+    nf, d, tags = target.reference
+    key: list = []
+    for path in (nf, d, tags):
+        if path is None:
+            key.append(None)
+            continue
+        try:
+            with open(path, "rb") as f:
+                key.append(digest(f.read()))
+        except OSError as e:
+            raise SpecError(f"cannot read torch's own specs: {e.strerror}", path) from None
+    key.append(generator_version())
+    cache = os.path.join(out_dir, PATCH_REFERENCE) if out_dir else None
+    if cache:
+        try:
+            with open(cache, encoding="utf-8") as f:
+                kept = json.load(f)
+            if kept.get("key") == key and isinstance(kept.get("digests"), dict):
+                return kept["digests"]
+        except (OSError, ValueError, AttributeError):
+            pass   # missing or damaged: made again
+    digests = {u.name: hash_of(u.subject) for u in load_units(nf, d, tags, kernels=False)}
+    if cache and os.path.isdir(out_dir):
+        write_atomic(cache, dumps({"key": key, "digests": digests}).encode())
+    return digests

@@ -1,0 +1,81 @@
+"""The records native_functions.yaml becomes (parsing is native_functions.py):
+what derivative matching and the emitters need to know of a native function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Optional
+
+from .schema import FunctionSchema
+
+# Dispatch keys that mean "implemented by decomposition" (no backend kernel).
+_CIA = "CompositeImplicitAutograd"
+_CIA_NESTED = "CompositeImplicitAutogradNestedTensor"
+
+
+@dataclass(frozen=True)
+class NativeFunction:
+    func: FunctionSchema
+    namespace: str
+    file: str
+    line: int
+    variants: frozenset[str] = frozenset({"function"})
+    use_const_ref_for_mutable_tensors: bool = False
+    structured: bool = False
+    structured_delegate: Optional[str] = None
+    manual_cpp_binding: bool = False
+    tags: frozenset[str] = frozenset()
+    autogen: tuple[str, ...] = ()
+    dispatch_keys: frozenset[str] = frozenset()
+    generated: bool = False
+    # The raw yaml entry (for cache keys); empty for derived functions.
+    raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def part_of_structured_group(self) -> bool:
+        return self.structured or self.structured_delegate is not None
+
+    @property
+    def has_composite_implicit_autograd_kernel(self) -> bool:
+        return _CIA in self.dispatch_keys
+
+    @property
+    def returns_view(self) -> bool:
+        """An output aliases an input without writing it (`Tensor(a)`, `Tensor(a)[]`)."""
+        return any(r.annotation is not None and not r.annotation.is_write for r in self.func.returns)
+
+    @cached_property
+    def is_view_op(self) -> bool:
+        if self.returns_view:
+            return True
+        if "inplace_view" in self.tags and str(self.func.name) not in ("resize_", "resize_as_"):
+            return True
+        return any(a.annotation is not None and "*" in a.annotation.alias_set_after
+                   for a in self.func.schema_order_arguments())
+
+    @property
+    def view_kind(self) -> str:
+        """'aliasing_inplace', 'aliasing' or 'non_aliasing'."""
+        if self.is_view_op:
+            return "aliasing_inplace" if self.func.name.inplace else "aliasing"
+        return "non_aliasing"
+
+
+@dataclass(frozen=True)
+class ViewGroup:
+    view: NativeFunction
+    view_copy: Optional[NativeFunction]
+    view_inplace: Optional[NativeFunction]
+
+    def functions(self) -> list[NativeFunction]:
+        return [f for f in (self.view, self.view_inplace, self.view_copy) if f is not None]
+
+
+@dataclass
+class NativeSpec:
+    """Everything derivative matching needs from native_functions.yaml."""
+    functions: list[NativeFunction]   # in yaml order, derived ones appended
+    ordered: list[NativeFunction]     # grouped by view (the order matching sees)
+    view_groups: list[ViewGroup]

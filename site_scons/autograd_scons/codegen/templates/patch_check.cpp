@@ -1,0 +1,98 @@
+#pragma GCC visibility push(hidden)
+namespace autograd_functions_load {
+
+namespace {
+
+struct Patched {
+  std::string name;
+  bool in_effect;
+};
+
+std::vector<Patched>& patched() {
+  static std::vector<Patched> all;
+  return all;
+}
+
+std::string this_library() {
+  static const int anchor = 0;
+  Dl_info info;
+  if (dladdr(&anchor, &info) && info.dli_fname && *info.dli_fname) {
+    return info.dli_fname;
+  }
+  return "<the patch>";
+}
+
+// `torch::autograd::generated::<cls>` as the Itanium C++ ABI spells it in
+// a symbol (the tool checks, before compiling, that libtorch exports the
+// symbols spelled so: site_scons/autograd_scons/torch_patch/torch_library.py).
+std::string nested_name(const std::string& cls) {
+  return "N5torch8autograd9generated" + std::to_string(cls.size()) + cls;
+}
+
+// Whether libtorch's own vtable of `cls` (libtorch_cpu.so's definition, not
+// whichever one the global lookup finds first) holds this library's apply:
+// what libtorch's autograd kernels construct is then dispatched to it.  A
+// library loaded before libtorch (LD_PRELOAD) wins the vtable's
+// relocations; one dlopen'ed after it does not, as they were bound then.
+bool called_by_libtorch(const std::string& cls) {
+  void* self = dlopen(this_library().c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  void* torch = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+  bool found = false;
+  if (self != nullptr && torch != nullptr) {
+    void* ours = dlsym(self, ("_Z" + nested_name(cls) + "5applyEOSt6vectorIN2at6TensorESaIS5_EE").c_str());
+    void* table = dlsym(torch, ("_ZTV" + nested_name(cls) + "E").c_str());
+    Dl_info info;
+    void* entry = nullptr;  // the vtable's ElfW(Sym), for its size
+    if (ours != nullptr && table != nullptr && dladdr1(table, &info, &entry, RTLD_DL_SYMENT) && entry != nullptr) {
+      auto slots = static_cast<void* const*>(table);
+      for (size_t i = 0; i < static_cast<const ElfW(Sym)*>(entry)->st_size / sizeof(void*); ++i) {
+        found = found || slots[i] == ours;
+      }
+    }
+  }
+  if (self != nullptr) {
+    dlclose(self);
+  }
+  if (torch != nullptr) {
+    dlclose(torch);
+  }
+  return found;
+}
+
+}  // namespace
+
+bool claim(const std::type_info& /*type*/, const char* qualified) {
+  std::string cls = qualified;
+  cls = cls.substr(cls.rfind(':') == std::string::npos ? 0 : cls.rfind(':') + 1);
+  bool in_effect = called_by_libtorch(cls);
+  patched().push_back({cls, in_effect});
+  static bool said = false;
+  if (!in_effect && !said) {
+    said = true;
+    std::fprintf(stderr,
+                 "autograd_scons: the patch %s is loaded but not in effect: libtorch does not call its "
+                 "%s (libtorch was loaded before it); run the program under `python -m autograd_scons "
+                 "run-patched DIR -- ...`, which preloads it\n",
+                 this_library().c_str(), cls.c_str());
+  }
+  return in_effect;
+}
+
+}  // namespace autograd_functions_load
+#pragma GCC visibility pop
+
+// What `autograd_scons.patched_functions()` reads through ctypes
+// (site_scons/autograd_scons/torch_patch/run.py): the classes this library defines, and
+// whether libtorch calls each one's definitions here.
+extern "C" __attribute__((visibility("default"))) size_t autograd_scons_patch_count() {
+  return autograd_functions_load::patched().size();
+}
+
+extern "C" __attribute__((visibility("default"))) const char* autograd_scons_patch_name(size_t i) {
+  return i < autograd_functions_load::patched().size() ? autograd_functions_load::patched()[i].name.c_str()
+                                                       : nullptr;
+}
+
+extern "C" __attribute__((visibility("default"))) int autograd_scons_patch_in_effect(size_t i) {
+  return i < autograd_functions_load::patched().size() && autograd_functions_load::patched()[i].in_effect;
+}

@@ -1,0 +1,63 @@
+"""The commands `patch-torch` and `run-patched` of `python -m autograd_scons`
+(docs/patching-torch.md, docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_commands(sub) -> None:
+    """`patch-torch` and `run-patched`, on `sub` (an argparse subparsers action)."""
+    p = sub.add_parser("patch-torch", help="build a library that replaces the installed torch's autograd "
+                       "Functions by those of edited specs (run programs with it through run-patched)")
+    p.add_argument("--native-functions", metavar="YAML", help="default: the running torch's own (torchgen's)")
+    p.add_argument("--tags", metavar="YAML", help="default: the running torch's own")
+    p.add_argument("--derivatives", metavar="YAML", help="default: the running torch's own")
+    p.add_argument("--all", action="store_true", dest="every",
+                   help="every Function that can be patched, not only those the specs change")
+    p.add_argument("--functions-manual", metavar="CPP",
+                   help="torch's FunctionsManual.cpp (of the installed version), compiled into the patch, for "
+                        "formulas that use the helpers libtorch does not export")
+    p.add_argument("-o", "--out", metavar="DIR", help="the patch's folder (default: a folder of the cache, "
+                   "per torch and compiler, printed)")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: the CPUs)")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the build's commands")
+    p.set_defaults(run=_cmd_patch)
+
+    r = sub.add_parser("run-patched", help="run a command with a patch-torch folder's library preloaded")
+    r.add_argument("folder", metavar="DIR")
+    r.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
+    r.set_defaults(run=_cmd_run)
+
+
+def _cmd_patch(args) -> int:
+    from autograd_scons.codegen.build_folder.lock import FolderError, LockTimeout
+    from autograd_scons.torch_patch.build import patch_torch
+    from autograd_scons.torch_patch.identity import PatchError
+    try:
+        result = patch_torch(args.out, native_functions=args.native_functions, tags=args.tags,
+                             derivatives=args.derivatives, every=args.every, functions_manual=args.functions_manual,
+                             jobs=args.jobs, verbose=args.verbose)
+    except (PatchError, FolderError, LockTimeout) as e:
+        print(str(e).splitlines()[0], file=sys.stderr)
+        return 2
+    state = "up to date" if result.up_to_date else f"{len(result.compiled)} compiled"
+    shown = ", ".join(result.edited[:5]) + (", ..." if len(result.edited) > 5 else "")
+    edited = f" ({len(result.edited)} edited: {shown})" if result.edited else " (none edited)"
+    print(f"patch-torch: {result.library}: {len(result.patched)} Functions{edited}; {state}")
+    for why, names in sorted(result.left_out.items(), key=lambda kv: -len(kv[1])):
+        print(f"patch-torch: left out {len(names)}: {why} (e.g. {', '.join(names[:3])})")
+    print(f"patch-torch: run with it: python -m autograd_scons run-patched {result.folder} -- CMD [ARGS...]")
+    return 0
+
+
+def _cmd_run(args) -> int:
+    from autograd_scons.torch_patch.identity import PatchError
+    from autograd_scons.torch_patch.run import run_patched
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        return run_patched(args.folder, command)
+    except PatchError as e:
+        print(str(e), file=sys.stderr)
+        return 2
