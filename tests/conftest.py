@@ -27,7 +27,6 @@ Tiers (markers):
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import sys
@@ -37,13 +36,13 @@ import pytest
 
 def _this_checkouts_package():
     """The package under test is this checkout's site_scons/autograd_scons/
-    (the generator inside it).  Where the interpreter running the tests has
-    none installed (the cuda tier's venv runs some of these modules), the
-    checkout's site_scons/ goes on sys.path, as SCons puts it there for a
-    build."""
-    if "autograd_scons" in sys.modules or importlib.util.find_spec("autograd_scons") is not None:
-        return
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons"))
+    (the generator inside it), whatever copy the interpreter has installed
+    (an editable install of another worktree, or none in the cuda tier's
+    venv): the checkout's site_scons/ goes first on sys.path, as SCons puts
+    it there for a build."""
+    site = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site_scons")
+    if "autograd_scons" not in sys.modules and sys.path[:1] != [site]:
+        sys.path.insert(0, site)
 
 
 _this_checkouts_package()
