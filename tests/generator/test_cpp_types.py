@@ -93,7 +93,8 @@ def test_views_are_types_that_may_dangle():
 def test_a_saved_view_is_stored_as_its_owning_type_or_refused():
     from autograd_scons.codegen.model.autograd import SavedAttribute
     from autograd_scons.codegen.emit.saved import PLAIN, saved_slot
+    from autograd_scons.codegen.errors import FormulaError
     slot = saved_slot(SavedAttribute("dim", intArrayRefT, "dim"), False)
     assert (slot.kind, slot.member_type) == (PLAIN, "std::vector<int64_t>")
-    with pytest.raises(ValueError, match="non-owning"):
+    with pytest.raises(FormulaError, match="non-owning"):
         saved_slot(SavedAttribute("weights", ArrayRefCType(doubleT), "weights"), False)

@@ -117,9 +117,10 @@ def environment(vars, cuda):
         print(f"scons: warning: cannot make {shared}: the precompiled prelude is kept in the build "
               "folder (PRELUDE_DIR= shares it)", file=sys.stderr)
     from autograd_scons.codegen.emit.options import parse_python  # (importable once the tool is loaded)
+    from autograd_scons.codegen.errors import OptionError
     try:
         env["PYTHON"] = parse_python(env["PYTHON"])
-    except ValueError as e:
+    except OptionError as e:
         print(f"scons: *** PYTHON={env['PYTHON']}: {e}", file=sys.stderr)
         S.Exit(2)
     facts = torch_flags.configure(env, os.path.join(env.Dir(build).abspath, ".torch.json"),

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from .errors import SpecError, os_error_line
+from .errors import OptionError, SpecError, os_error_line
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -49,7 +49,7 @@ def _unity(text: str):
     from .engine.layout import parse_unity  # (on use: see the module's docstring)
     try:
         return parse_unity(text)
-    except ValueError as e:
+    except OptionError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
@@ -64,7 +64,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     try:
         opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include),
                            kernels=not args.no_kernels, python=not args.no_python)
-    except ValueError as e:
+    except OptionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()

@@ -22,6 +22,21 @@ class Error(Exception):
     """Any error of autograd_scons a user is meant to read: one line."""
 
 
+class FormulaError(Error):
+    """A user's text is wrong where it stands (a formula, the type a schema
+    gives an argument), found by a helper that does not know where that text
+    is: the caller that does re-raises it as a located SpecError.  Only this
+    class is located so: a ValueError from a bug in the generator keeps its
+    traceback instead of being reported as the user's mistake."""
+
+
+class OptionError(Error, ValueError):
+    """An option given to the generator has a value it does not take
+    (`unity=`, `pch=`, `python=`, `namespace=`, ...).  A ValueError too, as
+    Python's convention for a bad argument; callers that turn it into their
+    own one line catch this class, not every ValueError."""
+
+
 class SpecError(Error):
     """Bad input, reported as one line: `FILE:LINE: entry 'NAME': what is wrong`."""
 

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Optional, TypeVar
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.codegen.errors import Error, OptionError
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 
 
@@ -116,7 +116,7 @@ class LoadRequest:
             functions = FunctionsRequest.of(native_functions, derivatives, tags=tags, namespace=o.namespace,
                                             includes=words(o.includes, "includes", name), unity=o.unity, pch=o.pch,
                                             kernels=o.kernels, python=o.python)
-        except ValueError as e:
+        except OptionError as e:
             raise LoadError(f"{label(name)}: {e}") from None
         cache_dir = o.cache_dir or os.environ.get("AUTOGRAD_CACHEDIR")
         return cls(name, functions, tuple(sources),

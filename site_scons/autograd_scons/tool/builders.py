@@ -60,7 +60,7 @@ from autograd_scons.tool import closing_report
 from autograd_scons.tool import library_stamp
 from autograd_scons.tool.pch import PCHCOM, compiler_family, never_run, pch_objects
 from autograd_scons.codegen.engine import incremental
-from autograd_scons.codegen.errors import SpecError, os_error_line
+from autograd_scons.codegen.errors import OptionError, SpecError, os_error_line
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest, Pch
 from autograd_scons.codegen.build_folder.lock import lock_folder, remove_made_folder
 from autograd_scons.codegen.engine.manifest import read_manifest
@@ -134,7 +134,7 @@ def _request(outdir, native_functions, derivatives, options, request=None):
               f"(the options: {', '.join(sorted(_OPTIONS))})")
     try:
         return FunctionsRequest.of(native_functions, derivatives, **options)
-    except ValueError as e:
+    except OptionError as e:
         _fail(f"AutogradFunctions({str(outdir)!r}): {e}")
 
 

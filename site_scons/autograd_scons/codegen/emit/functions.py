@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterable, Optional, Sequence
 
 from ..model.autograd import DifferentiabilityInfo
-from ..errors import SpecError
+from ..errors import FormulaError, SpecError
 from .backward import backward_body
 from .callers import callee_includes
 from ..tree import BANNER, LOAD_CHECK_H, PRELUDE_H, PRELUDE_IMPL_H, UMBRELLA_H, function_file, include
@@ -85,7 +85,7 @@ class _Op:
         self.superclass = superclass(info)
         try:
             self.slots: list[SavedSlot] = saved_slots(info.all_saved_inputs, info.all_saved_outputs)
-        except ValueError as e:
+        except FormulaError as e:
             raise SpecError(str(e), info.file or None, info.line or None, str(info.func.func)) from None
         check_function_names(info, [s.name for s in self.slots])
         args = info.args_with_derivatives

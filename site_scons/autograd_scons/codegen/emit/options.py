@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional
 
-from ..errors import SpecError
+from ..errors import OptionError, SpecError
 
 _NAMESPACE_RE = re.compile(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*")
 LIBTORCH_NAMESPACE = "torch::autograd::generated"
@@ -47,13 +47,13 @@ class PatchTarget:
 
 def parse_python(value) -> bool:
     """`python=` as a user gives it (a bool, or 1/0, true/false, yes/no, on/off
-    from a command line).  Raises ValueError with the reason."""
+    from a command line).  Raises OptionError with the reason."""
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower() if isinstance(value, (str, int)) else None
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
-    raise ValueError(f"python must be a boolean (True/False, 1/0), not {value!r}")
+    raise OptionError(f"python must be a boolean (True/False, 1/0), not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -88,20 +88,20 @@ class EmitOptions:
     def __post_init__(self) -> None:
         # Fail here, not in the C++ compiler.
         if self.namespace is not None and not _NAMESPACE_RE.fullmatch(self.namespace):
-            raise ValueError(f"namespace {self.namespace!r} is not a C++ namespace name like 'a::b'")
+            raise OptionError(f"namespace {self.namespace!r} is not a C++ namespace name like 'a::b'")
         if self.patch is not None:
             # A patch defines members of libtorch's classes, and nothing else.
             if self.namespace != LIBTORCH_NAMESPACE or self.kernels or self.python:
-                raise ValueError(f"a patch of libtorch's Functions is generated in '{LIBTORCH_NAMESPACE}', "
+                raise OptionError(f"a patch of libtorch's Functions is generated in '{LIBTORCH_NAMESPACE}', "
                                  "without kernels or Python bindings")
         elif self.namespace == LIBTORCH_NAMESPACE:
-            raise ValueError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
+            raise OptionError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
                              f"would be defined twice; choose another")
         if not isinstance(self.python, bool):
-            raise ValueError(f"python must be True or False, not {self.python!r}")
+            raise OptionError(f"python must be True or False, not {self.python!r}")
         for h in self.includes:
             if not h or any(c in h for c in "\n\r") or h.strip() != h:
-                raise ValueError(f"include {h!r} is not a header path")
+                raise OptionError(f"include {h!r} is not a header path")
 
 
 def default_namespace(op_namespaces: Iterable[tuple[str, str, Optional[int], str]]) -> str:

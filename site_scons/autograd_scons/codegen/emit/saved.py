@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..errors import FormulaError
 from ..model.autograd import SavedAttribute
 from ..model.cpp import (ArrayRefCType, CType, OptionalCType, doubleT, intArrayRefT, longT, optionalIntArrayRefT,
                        optionalSymIntArrayRefT, scalarT, stringViewT, symIntArrayRefT, tensorGeometryT,
@@ -113,7 +114,7 @@ class SavedSlot:
 
 
 def saved_slot(attr: SavedAttribute, is_output: bool) -> SavedSlot:
-    """Raises ValueError for a type that would keep a dangling view."""
+    """Raises FormulaError for a type that would keep a dangling view."""
     t, n = attr.type, attr.name
     if t.is_tensor or (t == scalarT and is_output):
         return SavedSlot(n, TENSOR, is_output, "SavedVariable", f"{n}_", "at::Tensor", t)
@@ -127,7 +128,7 @@ def saved_slot(attr: SavedAttribute, is_output: bool) -> SavedSlot:
         return SavedSlot(n, SCALAR_LIST, is_output, "std::vector<at::Scalar>", n, "std::vector<at::Scalar>", t)
     owned = _OWNED.get(t)
     if owned is None and t.is_view:
-        raise ValueError(f"saved value '{n}' has type '{t}', a non-owning view; "
+        raise FormulaError(f"saved value '{n}' has type '{t}', a non-owning view; "
                          f"the autograd Function cannot store it")
     owned = owned or t.cpp_type()
     return SavedSlot(n, PLAIN, is_output, owned, n, owned, t)

@@ -20,6 +20,7 @@ from typing import Optional
 
 from ..emit.options import EmitOptions, PatchTarget, parse_python
 from .layout import AUTO, parse_unity, prelude_pays
+from ..errors import OptionError
 from ..tree import TUKind
 
 
@@ -41,7 +42,7 @@ class Pch(enum.Enum):
     @classmethod
     def parse(cls, value) -> "Pch":
         """`pch=` (True, False, "auto") or `PCH=` from a command line (1, 0,
-        auto).  Raises ValueError with the reason."""
+        auto).  Raises OptionError with the reason."""
         if isinstance(value, cls):
             return value
         if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
@@ -49,7 +50,7 @@ class Pch(enum.Enum):
         for member in cls:
             if isinstance(value, str) and value == member.value:
                 return member
-        raise ValueError(f"pch must be 'auto', True or False, not {value!r}")
+        raise OptionError(f"pch must be 'auto', True or False, not {value!r}")
 
     def takes_prelude(self, kind: TUKind, cold_tus: int, family: str = "gcc") -> bool:
         """Whether a TU of `kind` is compiled against the prelude, in a build
@@ -80,7 +81,7 @@ class FunctionsRequest:
     def of(cls, native_functions, derivatives, *, tags=None, namespace=None, unity=AUTO,
            includes=(), pch=False, kernels=True, python=True, patch=None) -> "FunctionsRequest":
         """The request from keywords as the user gives them (strings from a
-        command line included).  Raises ValueError naming the bad value;
+        command line included).  Raises OptionError naming the bad value;
         an unknown keyword is Python's TypeError."""
         if isinstance(includes, str):
             includes = [includes]

@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
+from ..errors import OptionError
 from ..tree import BUCKET_SEED, SLOT_SEED, placed
 
 # Buckets smaller than this are not worth a TU of their own: the headers
@@ -101,17 +102,17 @@ def slot_of(name: str, n: int) -> int:
 
 def parse_unity(value: Any) -> Optional[int]:
     """`unity=` as the user gives it: 'auto' (None), or a count (0: one TU
-    per unit).  Raises ValueError with the reason."""
+    per unit).  Raises OptionError with the reason."""
     if value is None or value == AUTO:
         return None
     if isinstance(value, bool):
-        raise ValueError(f"unity must be 'auto' or a non-negative integer, not {value!r}")
+        raise OptionError(f"unity must be 'auto' or a non-negative integer, not {value!r}")
     try:
         n = int(str(value).strip())
     except ValueError:
-        raise ValueError(f"unity must be 'auto' or a non-negative integer, not {value!r}") from None
+        raise OptionError(f"unity must be 'auto' or a non-negative integer, not {value!r}") from None
     if n < 0:
-        raise ValueError(f"unity must be 'auto' or a non-negative integer, not {value!r}")
+        raise OptionError(f"unity must be 'auto' or a non-negative integer, not {value!r}")
     return n
 
 
@@ -135,7 +136,7 @@ class Layout:
                 and isinstance(d.get("slots"), int) and 1 <= d["slots"] <= MAX_SLOTS
                 and all(isinstance(d.get(k), list) and all(isinstance(a, str) for a in d[k]) for k in names)
                 and set(d["shadowed"]) <= set(d["alone"])):
-            raise ValueError("bad layout section")
+            raise OptionError("bad layout section")
         return cls(d["request"], d["buckets"], tuple(d["alone"]), tuple(d["shadowed"]), d["slots"])
 
     def place(self, name: str) -> Optional[int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
+from ..errors import FormulaError
 from .schema import Argument, BaseType, CustomClassType, FunctionSchema, ListType, OptionalType, Return, Type
 
 
@@ -194,11 +195,11 @@ def _value_type(t: Type) -> Optional[CType]:
     if isinstance(t, ListType):
         if str(t.elem) == "bool":
             if t.size is None:
-                raise ValueError("a bool[] list needs a fixed size")
+                raise FormulaError("a bool[] list needs a fixed size")
             return ArrayCType(boolT, t.size)
         return None
     if isinstance(t, CustomClassType):
-        raise ValueError(f"custom class type '{t}' has no C++ autograd spelling")
+        raise FormulaError(f"custom class type '{t}' has no C++ autograd spelling")
     raise AssertionError(t)
 
 
@@ -258,13 +259,13 @@ def _return_type(t: Type, mutable: bool, cref: bool) -> CType:
         return scalarT
     if isinstance(t, ListType):
         if mutable:
-            raise ValueError("a function cannot return a mutable tensor list")
+            raise FormulaError("a function cannot return a mutable tensor list")
         if t.size is not None:
-            raise ValueError(f"fixed-size list return '{t}' is not supported")
+            raise FormulaError(f"fixed-size list return '{t}' is not supported")
         return VectorCType(_return_type(t.elem, False, cref))
     if isinstance(t, OptionalType) and str(t.elem) == "Tensor":
         return OptionalCType(_return_type(t.elem, mutable, cref))
-    raise ValueError(f"unsupported return type '{t}'")
+    raise FormulaError(f"unsupported return type '{t}'")
 
 
 @dataclass(frozen=True)
@@ -313,7 +314,7 @@ def return_names(func: FunctionSchema, fallback: str = "result") -> list[str]:
     for i, r in enumerate(func.returns):
         if func.name.inplace:
             if i != 0:
-                raise ValueError("an in-place function has a single return")
+                raise FormulaError("an in-place function has a single return")
             names.append("self")
         elif func.is_out_fn():
             names.append(func.arguments.out[i].name)

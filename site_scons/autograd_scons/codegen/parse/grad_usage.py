@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
+from ..errors import FormulaError
 from ..model.autograd import IDENT, Derivative, uses_ident
 
 _GRAD_INDEX_RE = re.compile(r"(?:^|\W)grads\[(\d+)\]")
@@ -42,12 +43,12 @@ def check_grad_usage(derivatives: Sequence[Derivative]) -> None:
     named = any(d.named_gradients for d in derivatives)
     indices = [i for d in derivatives for i in grad_indices(d.formula)]
     if uses_grad and n_grads:
-        raise ValueError("formulas mix 'grad' and 'grads'; write grads[0] instead of grad")
+        raise FormulaError("formulas mix 'grad' and 'grads'; write grads[0] instead of grad")
     if n_grads == len(indices) and set(indices) == {0}:
-        raise ValueError("formulas use only grads[0]; write 'grad' if the first output is the only "
+        raise FormulaError("formulas use only grads[0]; write 'grad' if the first output is the only "
                          "differentiable one")
     if named and (uses_grad or n_grads):
-        raise ValueError("formulas mix 'grad_<output>' with 'grad' or 'grads[i]'")
+        raise FormulaError("formulas mix 'grad_<output>' with 'grad' or 'grads[i]'")
 
 
 def reserved_argument(arg_names: Sequence[str], formulas: Sequence[str],

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..model.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
                            unique_by_name, uses_ident)
 from ..model.cpp import Binding, cpp_arguments, return_names, return_type
-from ..errors import SpecError
+from ..errors import FormulaError, SpecError
 from .grad_usage import check_grad_usage as _check_grad_usage, grad_indices as _grad_indices, reserved_argument
 from .matching import Matcher, view_copy_infos
 from .saved_attributes import saved_attributes
@@ -153,7 +153,7 @@ class _EntryLoader:
 
         try:
             func = self.matcher.canonical(spec, base_name)
-        except ValueError as ex:
+        except FormulaError as ex:
             raise self.error(str(ex), "name") from None
         od, conditions = self.output_differentiability(od_raw, func)
 
@@ -171,7 +171,7 @@ class _EntryLoader:
         try:
             return cpp_arguments(f.func, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
                                  ilistref=f.part_of_structured_group)
-        except ValueError as ex:
+        except FormulaError as ex:
             raise self.error(str(ex), "name") from None
 
     def output_differentiability(self, raw: Any, func: NativeFunction):
@@ -215,7 +215,7 @@ class _EntryLoader:
                                            line=self.entry.line_of(*where, k))
                        for formula, names, k in forwards)
             _check_grad_usage(derivatives)
-        except ValueError as ex:
+        except FormulaError as ex:
             raise self.error(str(ex), *where) from None
 
         op = None
@@ -271,7 +271,7 @@ class _EntryLoader:
             try:
                 derivatives.append(dataclasses.replace(self.derivative(f, bindings, formula, names, available),
                                                        line=self.entry.line_of(*where, k)))
-            except ValueError as ex:
+            except FormulaError as ex:
                 raise self.error(f"formula for '{k}': {ex}", *where, k) from None
         return derivatives, forwards, non_diff
 
@@ -322,7 +322,7 @@ class _EntryLoader:
         new, saved_out = saved_attributes(new, outputs, var_names)
         for i in _grad_indices(new):
             if i >= len(fs.returns):
-                raise ValueError(f"uses grads[{i}] but the function has only {len(fs.returns)} outputs")
+                raise FormulaError(f"uses grads[{i}] but the function has only {len(fs.returns)} outputs")
         return Derivative(new, formula, var_names, saved_in, saved_out,
                           frozenset(n for n in available if uses_ident(new, n)))
 
@@ -339,7 +339,7 @@ class _EntryLoader:
                 if b.ctype.is_tensor_list and not b.ctype.is_optional_tensor_list and not is_foreach:
                     continue  # list inputs are handled inside the formula's callee
                 if uses_ident(text, b.name):
-                    raise ValueError(f"forward formula for {', '.join(names)} uses '{b.name}', which is "
+                    raise FormulaError(f"forward formula for {', '.join(names)} uses '{b.name}', which is "
                                      f"ambiguous: use {b.name}_p for the primal, {b.name}_t for the tangent")
                 if uses_ident(text, b.name + postfix):
                     found.append(b.name)
@@ -348,11 +348,11 @@ class _EntryLoader:
         tangents = required(formula, "_t")
         if formula == "auto_element_wise":
             if fs.kind() == INPLACE:
-                raise ValueError("auto_element_wise cannot be used on an in-place function")
+                raise FormulaError("auto_element_wise cannot be used on an in-place function")
             if len(diff_args) != 1 or len(names) > 1:
-                raise ValueError("auto_element_wise needs exactly one differentiable input and one output")
+                raise FormulaError("auto_element_wise needs exactly one differentiable input and one output")
             if len(derivatives) != 1:
-                raise ValueError("auto_element_wise needs the backward formula of its input")
+                raise FormulaError("auto_element_wise needs the backward formula of its input")
             arg = diff_args[0].name
             text = re.sub(IDENT.format("grad"), lambda m: f"{m.group(1)}{arg}_t.conj(){m.group(2)}",
                           derivatives[0].original_formula)
@@ -361,9 +361,9 @@ class _EntryLoader:
             formula, tangents = f"({text}).conj()", tuple(arg_names)
         elif formula == "auto_linear":
             if len(names) > 1:
-                raise ValueError("auto_linear needs a single output")
+                raise FormulaError("auto_linear needs a single output")
             if not diff_args:
-                raise ValueError("auto_linear needs a differentiable input")
+                raise FormulaError("auto_linear needs a differentiable input")
             diff = {b.name for b in diff_args}
             args = [n + "_t" if n in diff else n for n in arg_names]
             callee = base_name + ("_symint" if fs.has_symint() else "")
@@ -372,7 +372,7 @@ class _EntryLoader:
             elif "method" in f.variants:
                 formula = f"{args[0]}.{callee}({', '.join(args[1:])})"
             else:
-                raise ValueError("auto_linear needs a function or method variant")
+                raise FormulaError("auto_linear needs a function or method variant")
             tangents = tuple(b.name for b in diff_args)
         return ForwardDerivative(formula, names, types, tangents, required(formula, "_p"))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..model.autograd import DifferentiabilityInfo
 from ..model.cpp import api_name
 from ..model.native import NativeFunction, NativeSpec
-from ..errors import SpecError
+from ..errors import FormulaError, SpecError
 
 
 class Matcher:
@@ -30,13 +30,13 @@ class Matcher:
             similar = sorted(s for s, g in self.by_schema.items() if api_name(g.func) == base_name)
             hint = ("; schemas named like it: " + " | ".join(similar)) if similar else \
                 "; no native function has that name"
-            raise ValueError(f"no native function has exactly this schema{hint}")
+            raise FormulaError(f"no native function has exactly this schema{hint}")
         group = self.by_signature[f.func.signature_key]
         for g in group:
             if not g.func.is_functional_fn() and not g.func.is_out_fn() and g.func.name.name == base_name:
                 return g
         if api_name(group[0].func) != base_name + "_":
-            raise ValueError(f"'{base_name}' names none of the variants of '{f.func}'")
+            raise FormulaError(f"'{base_name}' names none of the variants of '{f.func}'")
         return group[0]  # only an in-place variant exists
 
 

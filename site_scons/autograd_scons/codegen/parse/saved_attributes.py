@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Callable, NamedTuple, Optional, Sequence, Union
 
+from ..errors import FormulaError
 from ..model.autograd import SavedAttribute, uses_ident
 from ..model.cpp import (CType, OptionalCType, VectorCType, boolT, layoutT, longT, scalarTypeT, stringViewT,
                       symIntArrayRefT, symIntT, tensorGeometryT, tensorOptionsT, typeAndSizeT)
@@ -89,11 +90,11 @@ def saved_attributes(formula: str, variables: Sequence[tuple[str, CType]],
 
     `variables` are (name, C++ value type) of the inputs or outputs."""
     if ".sizes()" in formula or "->sizes()" in formula:
-        raise ValueError("use .sym_sizes() instead of .sizes() in derivative formulas")
+        raise FormulaError("use .sym_sizes() instead of .sizes() in derivative formulas")
     if _SIZE_INT_RE.search(formula):
-        raise ValueError("use .sym_size(dim) instead of .size(dim) in derivative formulas")
+        raise FormulaError("use .sym_size(dim) instead of .size(dim) in derivative formulas")
     if ".strides()" in formula or "->strides()" in formula:
-        raise ValueError("use .sym_strides() instead of .strides() in derivative formulas")
+        raise FormulaError("use .sym_strides() instead of .strides() in derivative formulas")
     saved: list[SavedAttribute] = []
     for name, ctype in variables:
         if name not in formula:
@@ -118,7 +119,7 @@ def _saver(rw: _Rewrite, name: str, var_names: tuple[str, ...],
         sfx = rw.suffix(m) if callable(rw.suffix) else rw.suffix
         if rw.strides:
             if var_names != (name,):
-                raise ValueError(f"{name}.sym_strides() is supported only in the formula for "
+                raise FormulaError(f"{name}.sym_strides() is supported only in the formula for "
                                  f"'{name}' alone")
             e = f'strides_or_error({name}, "{name}")'
         else:
