@@ -9,7 +9,8 @@ import re
 import pytest
 
 from autograd_scons.__main__ import main
-from autograd_scons.codegen.emit.kernels import kernel_units, render_kernel
+from autograd_scons.codegen.emit.kernels import render_kernel
+from autograd_scons.codegen.parse.extension_ops import kernel_units
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
 
@@ -117,16 +118,17 @@ def test_report_and_explain_name_the_inputs_checked_at_run_time(tmp_path, capsys
 
 def test_kernel_no_object_defines_is_one_located_line(tmp_path):
     from autograd_scons.codegen.build_folder.kernel_check import missing_kernels
+    from autograd_scons.codegen.model.extension_op import declared_kernels
     native = ("- func: extension_cpp::mul2(Tensor a) -> Tensor\n"
               "  dispatch:\n    CPU: mul2_cpu\n"
               "- func: extension_cpp::neg2(Tensor self) -> Tensor\n")
     units = units_of(tmp_path, native, "- name: neg2(Tensor self) -> Tensor\n  self: -grad\n")
     nm = ["                 U at::_ops::mul_Tensor::call(at::Tensor const&, at::Tensor const&)",
           "                 U extension_cpp::native::mul2_cpu(at::Tensor const&)"]
-    (line,) = missing_kernels(units.values(), nm)
+    (line,) = missing_kernels(declared_kernels(list(units.values())), nm)
     assert line.startswith(f"{tmp_path / 'nf.yaml'}:3: entry 'extension_cpp::mul2': the CPU kernel 'mul2_cpu' "
                            "is declared here but no object defines it"), line
     assert "`at::Tensor extension_cpp::native::mul2_cpu(const at::Tensor & a)`" in line or \
         "extension_cpp::native::mul2_cpu(const at::Tensor &" in line, line
     assert "(in namespace extension_cpp::native)" in line
-    assert missing_kernels(units.values(), nm[:1]) == []
+    assert missing_kernels(declared_kernels(list(units.values())), nm[:1]) == []

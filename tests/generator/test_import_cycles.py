@@ -183,12 +183,12 @@ LAYERS = [
     ("autograd_scons.codegen.model*", ["autograd_scons.codegen.model*", *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.parse*", ["autograd_scons.codegen.parse*", "autograd_scons.codegen.model*",
                                       *_GENERATOR_BASE], ("SCons", "torch")),
-    ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.parse*",
-                                      "autograd_scons.codegen.model*", "autograd_scons.codegen.templates",
-                                      *_GENERATOR_BASE], ("SCons", "torch")),
+    # emission reads no yaml: the model is complete before it (parse/extension_ops.py)
+    ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.model*",
+                                      "autograd_scons.codegen.templates", *_GENERATOR_BASE], ("SCons", "torch")),
     # the output folder's machinery, below the engine and every user of it
-    ("autograd_scons.codegen.build_folder*", ["autograd_scons.codegen.build_folder*", "autograd_scons.codegen.emit*",
-                                              "autograd_scons.codegen.model*", *_GENERATOR_BASE], ("SCons", "torch")),
+    ("autograd_scons.codegen.build_folder*", ["autograd_scons.codegen.build_folder*", "autograd_scons.codegen.model*",
+                                              *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.templates", [], ("SCons", "torch")),
     ("autograd_scons.codegen.tree", [], ("SCons", "torch")),
     ("autograd_scons.codegen.errors", [], ("SCons", "torch")),

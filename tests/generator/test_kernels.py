@@ -7,7 +7,8 @@ import re
 import pytest
 
 from autograd_scons.codegen.emit.functions import render_op
-from autograd_scons.codegen.emit.kernels import kernel_units, render_kernel
+from autograd_scons.codegen.emit.kernels import render_kernel
+from autograd_scons.codegen.parse.extension_ops import kernel_units
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
 

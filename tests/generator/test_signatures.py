@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
-from autograd_scons.codegen.emit.kernels import kernel_units, render_kernel, signature_of
+from autograd_scons.codegen.emit.kernels import render_kernel
+from autograd_scons.codegen.model.extension_op import dispatcher_signature
+from autograd_scons.codegen.parse.extension_ops import kernel_units
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.engine.units import load_units
 from autograd_scons.codegen.parse.native_functions import parse_native_functions
@@ -87,7 +89,7 @@ def test_the_docs_table_gives_the_types_the_kernels_receive(tmp_path):
     assert all(reads for _, _, reads in rows), "every row says how to read its value"
     nf, kernels = table_specs(tmp_path)
     native = parse_native_functions(nf, open(nf).read(), None)
-    got = [signature_of(f)[1][1] for f in native.functions if f.namespace == "ty"]
+    got = [dispatcher_signature(f)[1][1] for f in native.functions if f.namespace == "ty"]
     assert got == [cpp for _, cpp, _ in kernels]
 
 

@@ -25,6 +25,8 @@ FORMER_BASES = {
     "LockTimeout": TimeoutError, "BuildError": RuntimeError, "CudaConfigError": ValueError,
     "LoadError": RuntimeError, "MergeError": ValueError, "TagError": ValueError, "UnsafePath": ValueError,
     "BadSpan": ValueError, "PatchError": RuntimeError, "PatchNotInEffect": RuntimeError, "ElfError": ValueError,
+    # since issue 51: the user's text (located by its caller) and an option's value
+    "FormulaError": Exception, "OptionError": ValueError,
 }
 
 # Imports every module of the package (not the SConstructs SCons runs: jit/sconstruct.py, torch_patch/patch_sconstruct.py)

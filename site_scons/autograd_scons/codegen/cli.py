@@ -35,13 +35,14 @@ def _cmd_infos(args: argparse.Namespace) -> int:
 
 def _cmd_signatures(args: argparse.Namespace) -> int:
     from .emit.signatures import kernel_signatures  # (on use: see the module's docstring)
-    from .parse.load_derivatives import gc_paused
+    from .parse.extension_ops import kernel_units
     from .parse.native_functions import load_tags, parse_native_functions
-    from .parse.yaml_io import read_text
+    from .parse.yaml_io import gc_paused, read_text
     with gc_paused():
         native = parse_native_functions(args.native_functions, read_text(args.native_functions),
                                         load_tags(args.tags))
-    sys.stdout.write(kernel_signatures(native, os.path.basename(args.native_functions)))
+    sys.stdout.write(kernel_signatures(kernel_units(native, (), formulas=False),
+                                       os.path.basename(args.native_functions)))
     return 0
 
 

@@ -151,8 +151,6 @@ def _generate(env, outdir, request, others=0):
     paths = [env.File(p).srcnode().abspath if p is not None else None  # the real spec, under a variant_dir
              for p in (request.native_functions, request.derivatives, request.tags)]
     pch.INCLUDES[out.abspath] = request.emit.includes
-    if request.emit.kernels:  # for the check after linking (_shared_library)
-        _KERNEL_SPECS[out.abspath] = tuple(paths)
     env.AppendUnique(CPPPATH=[out])
 
     if SCons.Script.GetOption("clean"):
@@ -172,6 +170,8 @@ def _generate(env, outdir, request, others=0):
         _fail(str(e) if isinstance(e, SpecError) else f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
     if result.warning:
         sys.stderr.write(f"scons: warning: {result.warning}\n")
+    if result.kernels:  # for the check after linking (_shared_library)
+        _DECLARED_KERNELS[out.abspath] = result.kernels
     nodes = [_no_duplicate(out.File(r)) for r in result.sources]
     env.Clean(nodes, out)
     if dry:
@@ -188,10 +188,11 @@ def _generate(env, outdir, request, others=0):
     return nodes, result, closing_report.REPORT.add(out, result) if result is not None else None
 
 
-# generated folder -> its specs' paths: a library linked from its objects is
-# checked for kernels that native_functions.yaml declares and no object
-# defines (codegen/build_folder/kernel_check.py), before anything can load it.
-_KERNEL_SPECS: dict = {}
+# generated folder -> the kernels its specs declare (the update's model): a
+# library linked from its objects is checked for kernels that
+# native_functions.yaml declares and no object defines
+# (codegen/build_folder/kernel_check.py), before anything can load it.
+_DECLARED_KERNELS: dict = {}
 
 
 def _shared_library(env, *args, **kw):
@@ -200,27 +201,23 @@ def _shared_library(env, *args, **kw):
     signature: nothing relinks for it)."""
     lib = env["BUILDERS"]["SharedLibrary"](env, *args, **kw)
     sources = [str(getattr(s, "abspath", s)) for n in lib for s in n.sources]
-    folders = sorted({k for k in _KERNEL_SPECS for s in sources if s.startswith(k + os.sep)})
+    folders = sorted({k for k in _DECLARED_KERNELS for s in sources if s.startswith(k + os.sep)})
     if folders:
-        specs = [_KERNEL_SPECS[f] for f in folders]
+        declared = [k for f in folders for k in _DECLARED_KERNELS[f]]
         env.AddPostAction(lib[:1], SCons.Action.Action(
-            lambda target, source, env: _check_kernels(target, specs), None))
+            lambda target, source, env: _check_kernels(target, declared), None))
     return lib
 
 
-def _check_kernels(target, specs):
-    from autograd_scons.codegen.emit.kernels import kernel_units
+def _check_kernels(target, declared):
     from autograd_scons.codegen.build_folder.kernel_check import missing_kernels, undefined_symbols
-    from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
     lines = undefined_symbols(target[0].abspath)
     if not lines or not any("::native::" in x for x in lines):
         return 0
-    for nf, d, tags in specs:
-        loaded = load_specs(nf, d, tags)
-        found = missing_kernels(kernel_units(loaded.native, infos_from_specs(loaded)), lines)
-        if found:
-            os.remove(target[0].abspath)  # never left for a load to fail on
-            raise SCons.Errors.BuildError(node=target[0], errstr=found[0], exitstatus=2)
+    found = missing_kernels(declared, lines)
+    if found:
+        os.remove(target[0].abspath)  # never left for a load to fail on
+        raise SCons.Errors.BuildError(node=target[0], errstr=found[0], exitstatus=2)
     return 0
 
 

@@ -4,5 +4,5 @@ command line): the folder's lock (lock), the check that a linked library
 defines every kernel the yaml declares (kernel_check), and the weakened
 copies of buckets whose units an edit overrides (weaken).
 
-May import: the model, emit/ (a kernel's C++ signature), errors, tree.
+May import: the model, errors, tree.
 """

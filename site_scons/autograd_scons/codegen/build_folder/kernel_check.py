@@ -6,7 +6,10 @@ namespace the definition must be in.  Without this check such a library
 links (a shared library may leave symbols undefined) and fails only at
 dlopen with `undefined symbol: _ZN...`.
 
-Pure: the SCons tool runs nm and passes its lines here."""
+The kernels declared are the model's (model/extension_op.py,
+DeclaredKernel), as the generator's update returns them: the specs are
+not parsed again for the check.  The SCons tool runs nm and passes its
+lines here."""
 
 from __future__ import annotations
 
@@ -15,8 +18,7 @@ import shutil
 import subprocess
 from typing import Iterable, Optional
 
-from ..emit.dispatch import dispatch_of, key_line
-from ..emit.kernels import KernelUnit, signature_of
+from ..model.extension_op import DeclaredKernel
 
 _DEMANGLED = re.compile(r"^\s*U\s+(?P<name>[\w:]+)\((?P<params>.*)\)\s*$")
 
@@ -31,7 +33,7 @@ def undefined_symbols(library: str) -> Optional[list[str]]:
     return p.stdout.splitlines() if p.returncode == 0 else None
 
 
-def missing_kernels(units: Iterable[KernelUnit], nm_lines: Iterable[str]) -> list[str]:
+def missing_kernels(declared: Iterable[DeclaredKernel], nm_lines: Iterable[str]) -> list[str]:
     """One located message per declared kernel the library leaves undefined."""
     undefined: dict = {}
     for line in nm_lines:
@@ -39,16 +41,11 @@ def missing_kernels(units: Iterable[KernelUnit], nm_lines: Iterable[str]) -> lis
         if m and "::native::" in m["name"]:
             undefined.setdefault(m["name"], m["params"])
     out = []
-    for u in units:
-        d = dispatch_of(u.func)
-        if d is None or d.implicit or not undefined:
-            continue
-        ret, params = signature_of(u.func)
-        ns = f"{u.func.namespace}::native"
-        for key, name in d.kernels:
-            if f"{ns}::{name}" in undefined:
-                undefined.pop(f"{ns}::{name}")
-                out.append(f"{u.func.file}:{key_line(u.func, key, 'dispatch')}: entry '{u.op}': the {key} kernel "
-                           f"'{name}' is declared here but no object defines it: define `{ret} {ns}::{name}"
-                           f"({', '.join(params)})` (in namespace {ns})")
+    for k in declared:
+        if k.symbol in undefined:
+            undefined.pop(k.symbol)
+            ns = f"{k.namespace}::native"
+            out.append(f"{k.file}:{k.line}: entry '{k.op}': the {k.key} kernel '{k.name}' is declared here but "
+                       f"no object defines it: define `{k.ret} {ns}::{k.name}({', '.join(k.params)})` "
+                       f"(in namespace {ns})")
     return out

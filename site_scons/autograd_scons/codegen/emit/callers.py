@@ -12,44 +12,19 @@ kernel `<ns>::native::...` directly would skip the dispatcher (Meta, fake
 tensors, torch.compile need it).
 
 A Function or Autograd kernel whose formulas call `<ns>::<caller>(` includes
-that op's header (`callees`): only those, so that adding an op recompiles
-nothing else.  The headers it includes are part of its unit's key (the
+that op's header (its unit's `callees`, parse/extension_ops.py): only
+those, so that adding an op recompiles nothing else.  The headers it includes are part of its unit's key (the
 engine's units.py), so a formula that starts or stops calling an op, or an
 op that appears or goes, regenerates exactly the units that name it.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Iterable, Optional, Sequence
+from typing import Sequence
 
+from ..model.extension_op import caller_name
 from ..templates import load
 from ..tree import include, op_file
-from .dispatch import CPP_KEYWORDS
-
-# `ns::name(`, not preceded by another `::` part (`ns::native::k(` is the kernel)
-_CALL = re.compile(r"(?<![\w:])(?:::)?([A-Za-z_]\w*)::([A-Za-z_]\w*)\s*\(")
-
-
-def caller_name(namespace: str, stem: str, classes_ns: Optional[str] = None) -> Optional[str]:
-    """The caller of the op whose C++ name is `stem`, or None where that name
-    cannot be a function of `namespace`: a C++ keyword, or a namespace the
-    generated code opens there (`native`, the classes' own)."""
-    name = stem[len(namespace) + 1:]
-    outer, _, inner = (classes_ns or "").partition("::")
-    taken = {"native"} | ({inner.split("::")[0]} if outer == namespace and inner else set())
-    return None if name in CPP_KEYWORDS or name in taken else name
-
-
-def caller_table(kernel_units: Iterable) -> dict[tuple[str, str], str]:
-    """(namespace, caller name) -> stem, for every extension op."""
-    return {(k.func.namespace, k.stem[len(k.func.namespace) + 1:]): k.stem for k in kernel_units}
-
-
-def callees(formulas: Iterable[str], table: dict[tuple[str, str], str]) -> tuple[str, ...]:
-    """The stems of the extension ops `formulas` call, sorted."""
-    found = {table[(m[1], m[2])] for text in formulas for m in _CALL.finditer(text) if (m[1], m[2]) in table}
-    return tuple(sorted(found))
 
 
 def callee_includes(source: str, stems: Sequence[str]) -> list[str]:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from ..model.autograd import DifferentiabilityInfo, ForwardDerivative, differentiable_outputs, uses_ident
+from ..model.autograd import DifferentiabilityInfo, ForwardDerivative, differentiable_outputs, uses_ident, written_as
 from ..model.cpp import OPTIONAL_TENSOR, CType, return_names
 from ..errors import SpecError
 from ..model.schema import INPLACE, OUT, is_tensor_like
@@ -174,14 +174,6 @@ def _formula(fd: ForwardDerivative, info: DifferentiabilityInfo, unit, inputs, f
     return f"{fw_op}.call({', '.join(args)})"
 
 
-def written_as(fd: ForwardDerivative, info: DifferentiabilityInfo) -> Optional[str]:
-    """The forward formula as its entry spells it (`auto_linear` before its
-    expansion), None if its key cannot be found."""
-    key = next((k for k in info.entry if isinstance(k, str)
-                and tuple(x.strip() for x in k.split(",")) == fd.var_names), None)
-    return None if key is None else str(info.entry.get(key)).strip()
-
-
 def _check_names(fd: ForwardDerivative, info: DifferentiabilityInfo, unit) -> None:
     """A `foo_t` / `foo_p` in a formula must be a differentiable input's."""
     arg_names = {a.name for a in info.func.func.schema_order_arguments()}
@@ -200,19 +192,8 @@ def _check_names(fd: ForwardDerivative, info: DifferentiabilityInfo, unit) -> No
 
 
 def formula_line(info: DifferentiabilityInfo, fd: ForwardDerivative) -> int:
-    """The line of the formula's key (the entry's if it cannot be found)."""
-    key = re.compile(r"\s*" + r"\s*,\s*".join(map(re.escape, fd.var_names)) + r"\s*:")
-    try:
-        with open(info.file, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return info.line
-    for i in range(max(info.line - 1, 0), len(lines)):
-        if i >= info.line and lines[i].lstrip().startswith("- "):
-            break
-        if key.match(lines[i]):
-            return i + 1
-    return info.line
+    """The line of the formula's key (the entry's where the parse recorded none)."""
+    return fd.line or info.line
 
 
 def _output_index(name: str, fs) -> int:

@@ -35,15 +35,6 @@ _SHOULD_COMPUTE = Template("task_should_compute_output({${name}_ix}),")
 _WILL_RELEASE = load("function_will_release.h").lines()
 
 
-def op_infos(infos: Iterable[DifferentiabilityInfo],
-             foreach_infos: Iterable[DifferentiabilityInfo] = ()) -> list[DifferentiabilityInfo]:
-    """The infos that become classes, in emission order: those of `infos`
-    with an op (load order), then `foreach_infos` (from
-    `derive_foreach_infos`; passing them inside `infos` works as well).
-    File-name clashes are checked over every unit: units.check_file_names."""
-    return [i for i in infos if i.op] + [i for i in foreach_infos if i.op]
-
-
 # ------------------------------------------------------------ one op
 
 

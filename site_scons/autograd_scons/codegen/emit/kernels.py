@@ -14,82 +14,27 @@ Function's header only, which changes only when the saved members do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..model.autograd import DifferentiabilityInfo, SavedAttribute, differentiable_outputs
-from ..model.cpp import (ArrayRefCType, OptionalCType, argument_type, intArrayRefT, return_names, return_type, scalarT,
-                       stringViewT, symIntArrayRefT)
-from ..model.schema import FUNCTIONAL, INPLACE, OUT, Argument, is_tensor_like
-from ..parse.native_functions import NativeFunction, NativeSpec
-from ..errors import SpecError
+from ..model.cpp import ArrayRefCType, OptionalCType, intArrayRefT, return_names, scalarT, stringViewT, symIntArrayRefT
+from ..model.extension_op import KernelUnit, dispatcher_signature, parameters_of
+from ..model.native import NativeFunction
+from ..model.schema import INPLACE, OUT
 from ..templates import load
 from ..tree import BANNER, PRELUDE_IMPL_H, function_file, include, op_file
 from .callers import callee_includes, caller_declaration, caller_definition
-from .dispatch import declarations, dispatch_of, key_line, registrations
+from .dispatch import declarations, registrations
 from .lines import AT_FORMULA, INCLUDE, number_back
 from .local_names import check_kernel_names
 from .registration import registration
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
-from .views import copy_kernel, inverse_declaration, view_kernels, view_of
+from .views import copy_kernel, inverse_declaration, view_kernels
 
 # Saved views copied with `.vec()`.
 _ARRAY_VIEWS = (intArrayRefT, symIntArrayRefT, ArrayRefCType(scalarT))
 _RETURN_RESULT = "return _result;"
-
-
-@dataclass(frozen=True)
-class KernelUnit:
-    """One native function of an extension, with the info that differentiates it."""
-    func: NativeFunction
-    info: Optional[DifferentiabilityInfo]
-    # Between name and overload: `_`, or `__` where `_` would give an op
-    # named `x_out` and the overload `x.out` one C++ name (kernel_units).
-    overload_sep: str = "_"
-    # For a view's generated `_copy` twin: the view.
-    copy_of: Optional[NativeFunction] = None
-
-    @property
-    def stem(self) -> str:
-        n = self.func.func.name
-        return f"{self.func.namespace}_{n.name}" + (f"{self.overload_sep}{n.overload}" if n.overload else "")
-
-    @property
-    def path(self) -> str:
-        return op_file(self.stem, ".cpp")
-
-    # What the incremental engine keys and reports a unit by (a Function's
-    # op name never contains '::').
-    @property
-    def op(self) -> str:
-        n = self.func.func.name
-        return f"{self.func.namespace}::{n}"
-
-    @property
-    def entry(self) -> dict:
-        return self.info.entry if self.info is not None else {}
-
-
-def kernel_units(native: NativeSpec, infos: Sequence[DifferentiabilityInfo]) -> list[KernelUnit]:
-    """Every non-ATen native function, paired with the Default-key info of its
-    own entry, or for an in-place variant with that of its functional twin."""
-    by_func = {str(i.func.func): i for i in infos if i.dispatch_key == "Default"}
-    by_sig = {i.func.func.signature_key: i for i in by_func.values() if i.func.func.kind() == FUNCTIONAL}
-    copies = {id(g.view_copy): g.view for g in native.view_groups if g.view_copy is not None and g.view_copy.generated}
-    units = []
-    for f in native.functions:
-        if f.namespace == "aten" or (f.generated and id(f) not in copies):
-            continue
-        info = by_func.get(str(f.func))
-        if info is None and f.func.kind() == INPLACE:
-            info = by_sig.get(f.func.signature_key)
-        units.append(KernelUnit(f, info, copy_of=copies.get(id(f))))
-    # torch.library takes `myadd_out` beside `myadd.out`: the overload's
-    # names move aside (a collision left after that is units.py's error).
-    plain = {u.stem.lower() for u in units if not u.func.func.name.overload}
-    return [KernelUnit(u.func, u.info, "__", u.copy_of) if u.func.func.name.overload and u.stem.lower() in plain
-            else u for u in units]
 
 
 # ------------------------------------------------------------------ render
@@ -100,9 +45,8 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = 
     its forward formulas call (emit/callers.py)."""
     f = unit.func
     fs = f.func
-    dispatch = dispatch_of(f)
-    view = view_of(f, dispatch, unit.info)
-    ret, params = _signature(f)
+    dispatch, view = f.dispatch, f.view
+    ret, params = dispatcher_signature(f)
     args = fs.schema_order_arguments()
     decl = parameters_of(f, params)
     op = f"{f.namespace}::{fs}"
@@ -114,16 +58,12 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = 
     own_header = [f'#include "{include(unit.path, op_file(unit.stem, ".h"))}"']
     caller = caller_definition(unit, opts.ns, ret, params)
     if dispatch is not None and dispatch.implicit:
-        if unit.info is not None and unit.info.op:
-            raise SpecError(f"a CompositeImplicitAutograd op is differentiated through the ops its kernel "
-                            f"calls, but derivatives.yaml has an entry for it (line {unit.info.line}): remove "
-                            f"one of them", f.file, key_line(f, "dispatch"), op)
         files[unit.path] = load("op_registration.cpp").substitute(
             banner=BANNER, op=op, own_header=own_header, caller=caller,
             why="differentiated through its CompositeImplicitAutograd kernel",
             registration=registration(unit, opts, registrations(f, dispatch)))
         return files
-    if uses_autograd_fallback(unit):
+    if unit.uses_autograd_fallback():
         files[unit.path] = load("op_registration.cpp").substitute(
             banner=BANNER, op=op, own_header=own_header, caller=caller,
             why="no derivatives entry: no Autograd kernel, torch's autograd fallback applies",
@@ -152,36 +92,6 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = 
     return files
 
 
-def uses_autograd_fallback(unit: KernelUnit) -> bool:
-    """An op with no derivatives entry (other than an out= overload) gets no
-    Autograd kernel: torch's fallback for an op without one then decides,
-    as for the same op registered through torch.library (it runs the kernel
-    below its own Autograd key only: ATen ops the kernel calls record their
-    history; a gradient that would flow back through a result warns and is
-    None)."""
-    return unit.info is None and unit.func.func.kind() != OUT
-
-
-def signature_of(f: NativeFunction) -> tuple[str, list[str]]:
-    """The C++ return type and parameter types a hand-written kernel of `f` has."""
-    return _signature(f)
-
-
-def parameters_of(f: NativeFunction, types: Sequence[str]) -> str:
-    """A kernel's parameter list: each type of `types` with its argument's name."""
-    return ", ".join(f"{t} {a.name}" for t, a in zip(types, f.func.schema_order_arguments()))
-
-
-def _signature(f: NativeFunction) -> tuple[str, list[str]]:
-    """The dispatcher's C++ return type and parameter types of `f`."""
-    fs = f.func
-    params = [_param_type(f, a) for a in fs.schema_order_arguments()]
-    rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).cpp_type()
-            for r in fs.returns]
-    ret = "void" if not rets else rets[0] if len(rets) == 1 else f"::std::tuple<{','.join(rets)}>"
-    return ret, params
-
-
 def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list[str], is_view: bool) -> dict:
     """The holes of templates/op_kernel.cpp that the Autograd kernel fills."""
     f = unit.func
@@ -205,7 +115,7 @@ def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list
 
 def _handle(func: NativeFunction) -> str:
     """The typed dispatcher handle of `func`, as an expression."""
-    ret, params = _signature(func)
+    ret, params = dispatcher_signature(func)
     fs = func.func
     return (f'c10::Dispatcher::singleton().findSchemaOrThrow("{func.namespace}::{fs.name.name}", '
             f'"{fs.name.overload}").typed<{ret}({", ".join(params)})>()')
@@ -261,21 +171,11 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
     return out + fw.after + [_RETURN_RESULT]
 
 
-def inputs_without_formula(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
-    """The tensor inputs (not out=) of `unit` that `info` gives no formula and
-    does not mark non_differentiable: legal, as in ATen, and checked at run
-    time (ATen also leaves out an input named `output`)."""
-    with_formula = {b.name for b in info.args_with_derivatives}
-    return [a.name for a in unit.func.func.arguments.flat_non_out
-            if is_tensor_like(a.type) and a.name not in with_formula
-            and a.name not in info.non_differentiable_arg_names and a.name != "output"]
-
-
 def unchecked_input_checks(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
     """ATen's check that an input without a formula does not require grad:
     `The function 'mm2' is not differentiable with respect to argument 'b'`."""
     name = unit.func.func.name.name
-    return [f'check_no_requires_grad({a}, "{a}", "{name}");' for a in inputs_without_formula(unit, info)]
+    return [f'check_no_requires_grad({a}, "{a}", "{name}");' for a in unit.inputs_without_formula()]
 
 
 def _plain_body(unit: KernelUnit, call: list[str], ret: str) -> list[str]:
@@ -340,9 +240,3 @@ def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) ->
 
 def _names_used(attrs: Sequence[SavedAttribute]) -> set[str]:
     return {a.expr.split(".")[0] for a in attrs}
-
-
-def _param_type(f: NativeFunction, a: Argument) -> str:
-    """The dispatcher's (faithful) C++ type of one argument."""
-    return argument_type(a.type, mutable=a.is_write, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
-                         ilistref=f.part_of_structured_group).cpp_type()

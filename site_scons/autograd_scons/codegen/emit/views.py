@@ -1,4 +1,5 @@
-"""Extension ops that return views, with ATen's view semantics.
+"""Extension ops that return views, with ATen's view semantics (the
+declaration, `view:`, is parsed and checked by parse/extension_keys.py).
 
     - func: myops::band(Tensor(a) self, int k=0) -> Tensor(a)
       dispatch:
@@ -36,130 +37,8 @@ on the tangent, whose result is then the same view of the base's tangent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
-
-from ..model.autograd import DifferentiabilityInfo
-from ..model.native import NativeFunction
-from ..errors import SpecError
+from ..model.native import NativeFunction, View
 from ..templates import load
-from .dispatch import Dispatch, cpp_identifier, key_line
-from .forward_ad import formula_line, written_as
-
-# What a ViewFunc and a ViewMeta hold each non-base argument as, by schema
-# type; `int[]` from its IntArrayRef with `.vec()`.
-_HELD = {"int": "int64_t", "int?": "::std::optional<int64_t>", "bool": "bool", "float": "double"}
-_INT_LIST = "::std::vector<int64_t>"
-_LIST_FIX = ("declare a list of views as ATen's unbind does, 'Tensor(a -> *) self -> Tensor(a)[]' (with "
-             "'Tensor(a) self', opcheck's test_schema fails: 'Argument self is not defined to alias output but "
-             "was aliasing')")
-
-
-@dataclass(frozen=True)
-class Held:
-    name: str
-    cpp: str       # the type held past the call
-    vec: bool      # held from an IntArrayRef
-
-    @property
-    def owned(self) -> str:
-        """The argument as the held type (in the kernels, where it is a parameter)."""
-        return f"{self.name}.vec()" if self.vec else self.name
-
-
-@dataclass(frozen=True)
-class View:
-    inverse: str              # the hand-written inverse, in <ns>::native
-    whole_input: bool         # the view covers its whole input: the inverse is a view
-    is_list: bool             # `Tensor(a)[]`: one view per element
-    base: str                 # the argument the outputs alias (the first)
-    args: tuple[Held, ...]    # the other arguments
-
-
-def view_of(f: NativeFunction, dispatch: Optional[Dispatch], info: Optional[DifferentiabilityInfo],
-            formulas: bool = True) -> Optional[View]:
-    """The checked view declaration of `f`; None for an op with no view to
-    generate (no aliasing output, or a CompositeImplicitAutograd one).
-    Without `formulas` (the `signatures` command reads native_functions.yaml
-    alone), its derivatives entry is not asked for."""
-    raw = f.raw.get("view") if f.raw else None
-    label = f"{f.namespace}::{f.func}"
-
-    def err(msg: str, line: Optional[int] = None) -> SpecError:
-        return SpecError(msg, f.file, line or key_line(f, "func"), label)
-    if not f.returns_view:
-        if raw is not None:
-            raise err("'view:' is for an op whose output is a view of an input ('Tensor(a)'); this one returns "
-                      "none", key_line(f, "view"))
-        return None
-    if dispatch is not None and dispatch.implicit:
-        if raw is not None:
-            raise err("a CompositeImplicitAutograd op's views are those of the ops its kernel calls: nothing to "
-                      "generate, drop 'view:'", key_line(f, "view"))
-        return None
-    base, is_list = _shape(f, err)
-    args = tuple(_held(a, err) for a in f.func.schema_order_arguments()[1:])
-    if dispatch is None:
-        raise err("a view op needs 'dispatch:' naming its kernel, which returns a view of its first argument "
-                  "(it runs below the generated ADInplaceOrView kernel)")
-    if raw is None:
-        raise err("a view op needs 'view: {inverse: NAME}': NAME is a function you write in "
-                  f"{f.namespace}::native (declared in the op's generated header) that returns the base with a "
-                  "mutated view written back, for torch.compile and torch.export")
-    line = key_line(f, "view")
-    if not isinstance(raw, dict) or set(raw) - {"inverse", "whole_input"}:
-        raise err("'view' must be a mapping with 'inverse: NAME' and optionally 'whole_input: true'", line)
-    inverse, whole = raw.get("inverse"), raw.get("whole_input", False)
-    if not isinstance(inverse, str) or not cpp_identifier(inverse):
-        raise err(f"'inverse' must name a function in {f.namespace}::native (a C++ identifier), not {inverse!r}",
-                  line)
-    if not isinstance(whole, bool) or (whole and is_list):
-        raise err("'whole_input' must be true or false, and false for a list of views (each covers a part)", line)
-    if not formulas:
-        return View(inverse, whole, is_list, base, args)
-    if info is None:
-        raise err("a view op needs a derivatives entry: its backward formula (as every ATen view has), and "
-                  "'result: auto_linear' for forward AD")
-    for fd in info.forward_derivatives:
-        if written_as(fd, info) != "auto_linear":
-            raise SpecError(f"the forward formula of a view must be 'auto_linear' (the same view of the base's "
-                            f"tangent, which autograd requires of a view's tangent), not "
-                            f"'{', '.join(fd.var_names)}: {written_as(fd, info)}'",
-                            info.file or None, formula_line(info, fd) or None, str(info.func.func))
-    return View(inverse, whole, is_list, base, args)
-
-
-def _shape(f: NativeFunction, err) -> tuple[str, bool]:
-    """(the base's name, whether the output is a list of views), or the error."""
-    fs = f.func
-    rets = fs.returns
-    if len(rets) != 1 or str(rets[0].type) not in ("Tensor", "Tensor[]") or rets[0].annotation is None:
-        raise err("a view op returns one view ('Tensor(a)') or one list of views ('Tensor(a)[]'), and nothing else")
-    ann = rets[0].annotation
-    args = fs.schema_order_arguments()
-    aliased = [a for a in args if a.annotation is not None]
-    if not args or aliased != [args[0]] or str(args[0].type) != "Tensor" or \
-            args[0].annotation.alias_set != ann.alias_set or args[0].annotation.is_write:
-        raise err(f"a view op's output aliases its first argument, a Tensor annotated '({'|'.join(ann.alias_set)})', "
-                  "and no other argument")
-    is_list = str(rets[0].type) == "Tensor[]"
-    after = args[0].annotation.alias_set_after
-    if is_list and after != ("*",):
-        raise err(_LIST_FIX)
-    if not is_list and after:
-        raise err(f"a single view is declared 'Tensor({'|'.join(ann.alias_set)}) {args[0].name}' ('-> *' is for "
-                  "lists of views)")
-    return args[0].name, is_list
-
-
-def _held(a, err) -> Held:
-    t = str(a.type)
-    if t in _HELD:
-        return Held(a.name, _HELD[t], False)
-    if t.startswith("int[") and t.endswith("]"):
-        return Held(a.name, _INT_LIST, True)
-    raise err(f"argument '{a.name}' of a view op is a '{t}': a view op's other arguments are held past the call "
-              f"(for replay), and may be {', '.join(list(_HELD) + ['int[]'])}")
 
 
 # ------------------------------------------------------------------ render

@@ -25,6 +25,7 @@ from ..emit.cache_key import render_cache_key
 from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
 from ..errors import SpecError
+from ..model.extension_op import DeclaredKernel, declared_kernels
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
 from ..tree import (CACHE_KEY_CPP, MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind,
@@ -75,6 +76,9 @@ class Result:
     unchecked: dict = field(default_factory=dict)
     # A patch of libtorch's Functions (patch_selection.py, Selection): what it defines and leaves out.
     patch: Optional[object] = None
+    # The kernels the specs' `dispatch:` declares for the extension to define
+    # (kept in the manifest: known on the fast path too).
+    kernels: list[DeclaredKernel] = field(default_factory=list)
 
     @property
     def sources(self) -> list[str]:
@@ -148,10 +152,10 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
         # The fast path: nothing to parse, nothing to write.
         return Result(out_dir, [k.name for k in old.units], {k.name: Kind(k.kind) for k in old.units},
                       [translation_unit(r) for r in old.sources], old.layout,
-                      keys={k.name: k.key for k in old.units})
+                      keys={k.name: k.key for k in old.units}, kernels=old.kernels)
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
-    from ..parse.load_derivatives import gc_paused  # (the parser: the slow path only)
+    from ..parse.yaml_io import gc_paused  # (the parser: the slow path only)
     cache = NativeCache(os.path.join(out_dir, NATIVE_CACHE))
     try:
         # The units, keys and texts are ~10^6 live objects at 8x torch's specs:
@@ -184,7 +188,7 @@ def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional
         if missing:  # a unit we thought up to date lost a file under us: next run fixes it
             raise OSError(f"generated file vanished during generation: {missing[0]}")
         write_manifest(mpath, Manifest(inputs, generator, options, keys, owner, stats, result.layout,
-                                       result.sources))
+                                       result.sources, result.kernels))
         cache.flush()  # (after the manifest: the cache only ever holds a parse of a good update)
     finally:
         cache.close()  # (a fresh parse not flushed: a failed update or a dry run; its writer exits)
@@ -264,7 +268,8 @@ class _State:
                         parsed=True, warning=self.warning, dry_run=request.dry_run,
                         bindings={u.name: python_bindings.shard_file(python_bindings.shard_of(u.name, n_shards))
                                   for u in bound},
-                        bindings_rewritten=rewritten, unchecked=_unchecked_inputs(units))
+                        bindings_rewritten=rewritten, unchecked=_unchecked_inputs(units),
+                        kernels=declared_kernels([u.subject for u in units if u.kind is Kind.KERNEL]))
         result.regenerated = [n for n in names if n in rendered.changed]
         return rendered.files, rendered.owner, result
 
@@ -362,12 +367,10 @@ class _Rendered:
 def _unchecked_inputs(units: list) -> dict:
     """Each op kernel's tensor inputs that have no formula (legal, as in
     ATen: refused at run time when they require grad), for the report."""
-    from ..emit.kernels import inputs_without_formula
     out = {}
     for u in units:
-        info = getattr(u.subject, "info", None) if u.kind is Kind.KERNEL else None
-        if info is not None and info.op:
-            names = inputs_without_formula(u.subject, info)
+        if u.kind is Kind.KERNEL and u.subject.differentiated is not None:
+            names = u.subject.inputs_without_formula()
             if names:
                 out[u.name] = names
     return out

@@ -3,7 +3,9 @@
 It records the digests of the input files, the generator and the options
 (equal: the specs need not even be parsed), each unit's key, which unit owns
 which file, each file's size and mtime when written (a file changed behind
-our back is regenerated), the compile layout and the sources to compile.
+our back is regenerated), the compile layout and the sources to compile, and
+the kernels the specs declare for the extension to define (for the check of
+the linked library, which then needs no parse either).
 It is versioned and checksummed: anything wrong with it means "start from
 scratch", never "trust it".
 """
@@ -16,12 +18,13 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..model.extension_op import DeclaredKernel
 from .keys import UnitKey, digest, dumps
 from .layout import Layout
 from ..tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
 
-FORMAT = 3
+FORMAT = 4
 _MAGIC = "autograd-functions-manifest"
 
 
@@ -35,11 +38,13 @@ class Manifest:
     stats: dict             # relpath -> [size, mtime_ns] when last written/checked
     layout: Layout
     sources: list[str]      # relpaths to compile, in order
+    kernels: list[DeclaredKernel]   # the kernels `dispatch:` declares
 
     def to_json(self) -> dict:
         return {"inputs": self.inputs, "generator": self.generator, "options": self.options,
                 "units": [k.as_json() for k in self.units], "files": self.files,
-                "stats": self.stats, "layout": self.layout.to_json(), "sources": self.sources}
+                "stats": self.stats, "layout": self.layout.to_json(), "sources": self.sources,
+                "kernels": [k.as_json() for k in self.kernels]}
 
     @classmethod
     def from_json(cls, d: Any) -> "Manifest":
@@ -53,8 +58,10 @@ class Manifest:
                 and isinstance(d["inputs"], dict) and isinstance(d["options"], dict)
                 and isinstance(d["generator"], str)):
             raise ValueError("bad field types")
+        if not isinstance(d["kernels"], list):
+            raise ValueError("bad kernel list")
         return cls(d["inputs"], d["generator"], d["options"], units, files, stats,
-                   Layout.from_json(d["layout"]), sources)
+                   Layout.from_json(d["layout"]), sources, [DeclaredKernel.from_json(k) for k in d["kernels"]])
 
 
 def read_manifest(path: str) -> tuple[Optional[Manifest], Optional[str]]:

@@ -34,7 +34,7 @@ class Unit:
     kind: Kind
     name: str      # what keys and reports say: `MulBackward0`, `myops::scale_`
     stem: str      # file name without suffix, unique (case-insensitively) per folder
-    subject: Any   # DifferentiabilityInfo (FUNCTION) or emit.kernels.KernelUnit (KERNEL)
+    subject: Any   # DifferentiabilityInfo (FUNCTION) or model.extension_op.KernelUnit (KERNEL)
     # Whether a FUNCTION gets Python bindings (emit/python_bindings.py): as in
     # torch's build, the foreach Functions derived without an entry get none.
     bound: bool = True
@@ -75,18 +75,16 @@ def load_units(native_functions: str, derivatives: str, tags: Optional[str] = No
     SpecError if two units would write the same file.  `native_cache`: see
     load_derivatives.load_specs."""
     # (imported here, as in Unit.render: the manifest fast path loads no parser or emitter)
-    from ..emit.callers import caller_table, callees
-    from ..emit.functions import op_infos
-    from ..emit.kernels import kernel_units
+    from ..parse.extension_ops import caller_table, callees, function_infos, kernel_units
     from ..parse.foreach import derive_foreach_infos
     from ..parse.load_derivatives import infos_from_specs, load_specs
     specs = load_specs(native_functions, derivatives, tags, native_cache)
     infos = infos_from_specs(specs)
-    derived = op_infos(derive_foreach_infos(infos, specs.native))
+    derived = function_infos(derive_foreach_infos(infos, specs.native))
     ops = kernel_units(specs.native, infos) if kernels else []
     table = caller_table(ops)   # (no callers without kernels: nothing to include)
     backward = lambda i: callees((d.formula for d in i.derivatives), table)  # noqa: E731
-    units = [Unit(Kind.FUNCTION, i.op, i.op, i, callees=backward(i)) for i in op_infos(infos)]
+    units = [Unit(Kind.FUNCTION, i.op, i.op, i, callees=backward(i)) for i in function_infos(infos)]
     units += [Unit(Kind.FUNCTION, i.op, i.op, i, bound=False, callees=backward(i)) for i in derived]
     units += [Unit(Kind.KERNEL, k.op, k.stem, k, callees=callees(
         (d.formula for d in (k.info.forward_derivatives if k.info else ())), table)) for k in ops]

@@ -150,3 +150,11 @@ def differentiable_outputs(info: DifferentiabilityInfo) -> list[DifferentiableOu
     if info.output_differentiability is None and info.uses_single_grad:
         return outs[:1]
     return outs
+
+
+def written_as(fd: ForwardDerivative, info: DifferentiabilityInfo) -> Optional[str]:
+    """The forward formula as its entry spells it (`auto_linear` before its
+    expansion), None if its key cannot be found."""
+    key = next((k for k in info.entry if isinstance(k, str)
+                and tuple(x.strip() for x in k.split(",")) == fd.var_names), None)
+    return None if key is None else str(info.entry.get(key)).strip()

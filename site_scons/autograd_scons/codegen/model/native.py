@@ -1,5 +1,7 @@
-"""The records native_functions.yaml becomes (parsing is native_functions.py):
-what derivative matching and the emitters need to know of a native function.
+"""The records native_functions.yaml becomes (parsing is parse/native_functions.py):
+what derivative matching and the emitters need to know of a native function,
+and of an extension's op, its hand-written kernels (`dispatch:`) and its
+view declaration (`view:`), checked and located when parsed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,46 @@ from .schema import FunctionSchema
 # Dispatch keys that mean "implemented by decomposition" (no backend kernel).
 _CIA = "CompositeImplicitAutograd"
 _CIA_NESTED = "CompositeImplicitAutogradNestedTensor"
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """`dispatch:` of an extension's op: the kernels the extension writes by
+    hand in `<ns>::native`, each registered under its dispatch key."""
+    kernels: tuple[tuple[str, str], ...]   # (dispatch key, kernel name), in yaml order
+    key_lines: tuple[int, ...]             # the yaml line of each kernel's key
+    line: int                              # the line of `dispatch:`
+
+    @property
+    def implicit(self) -> bool:
+        return any(k == _CIA for k, _ in self.kernels)
+
+    def names(self) -> list[str]:
+        return list(dict.fromkeys(n for _, n in self.kernels))
+
+
+@dataclass(frozen=True)
+class Held:
+    """A view op's argument other than its base, held past the call (for replay)."""
+    name: str
+    cpp: str       # the type held
+    vec: bool      # held from an IntArrayRef
+
+    @property
+    def owned(self) -> str:
+        """The argument as the held type (in the kernels, where it is a parameter)."""
+        return f"{self.name}.vec()" if self.vec else self.name
+
+
+@dataclass(frozen=True)
+class View:
+    """`view:` of an extension's op whose output is a view of its first argument."""
+    inverse: str              # the hand-written inverse, in <ns>::native
+    whole_input: bool         # the view covers its whole input: the inverse is a view
+    is_list: bool             # `Tensor(a)[]`: one view per element
+    base: str                 # the argument the outputs alias (the first)
+    args: tuple[Held, ...]    # the other arguments
+    line: int                 # the line of `view:`
 
 
 @dataclass(frozen=True)
@@ -30,6 +72,11 @@ class NativeFunction:
     autogen: tuple[str, ...] = ()
     dispatch_keys: frozenset[str] = frozenset()
     generated: bool = False
+    # An extension's op (any namespace but aten): its checked `dispatch:`
+    # (None: the hand-written code registers its kernels itself) and `view:`
+    # (None: not a view op, or a CompositeImplicitAutograd one).
+    dispatch: Optional[Dispatch] = None
+    view: Optional[View] = None
     # The raw yaml entry (for cache keys); empty for derived functions.
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 

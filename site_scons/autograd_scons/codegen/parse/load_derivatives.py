@@ -12,10 +12,8 @@ entry.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import re
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
@@ -28,7 +26,7 @@ from .matching import Matcher, view_copy_infos
 from .saved_attributes import saved_attributes
 from ..model.schema import INPLACE, FunctionSchema, Type
 from .native_functions import NativeFunction, NativeSpec, load_tags, parse_native_functions
-from .yaml_io import Entry, load_entries, read_text
+from .yaml_io import Entry, gc_paused, load_entries, read_text
 
 AUTOGRAD_KEYS = frozenset(
     ["AutogradNestedTensor"] + ["Autograd" + b for b in (
@@ -45,21 +43,6 @@ class Specs:
     native: NativeSpec
     derivatives_path: str
     entries: list[Entry]
-
-
-@contextmanager
-def gc_paused():
-    """Loading allocates ~10^5 long-lived, acyclic objects; the cyclic
-    collector would scan them again and again for nothing (~20% of the time,
-    and more the larger the specs: each full collection walks them all).
-    Nestable: only the outermost one turns the collector back on."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def load_specs(native_functions: str, derivatives: str, tags: Optional[str] = None,

@@ -5,6 +5,7 @@ derivative matching needs them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import string
 from typing import Optional, Sequence
@@ -13,9 +14,9 @@ from ..errors import SpecError
 from ..model.schema import (FUNCTIONAL, INPLACE, MUTABLE, OUT, Annotation, Argument, Arguments,
                     BaseType, FunctionSchema, OperatorName, Return, SchemaError,
                     check_name, is_tensor_like)
-from .yaml_io import Entry, load_entries, read_text
-
 from ..model.native import _CIA, NativeFunction, NativeSpec, ViewGroup
+from .extension_keys import parse_dispatch, parse_view
+from .yaml_io import Entry, load_entries, read_text
 
 # A quirk of ATen's own spec: this in-place op's schema cannot be paired with
 # derived functional/out= variants, so none are derived for it.
@@ -117,7 +118,7 @@ def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeF
     elif not d.get("structured", False) and delegate is None:
         keys.add(_CIA)  # no kernels named: it decomposes
 
-    return NativeFunction(
+    f = NativeFunction(
         func=func, namespace=namespace, file=path, line=e.line,
         variants=frozenset(variants.split(", ")),
         use_const_ref_for_mutable_tensors=d.get("use_const_ref_for_mutable_tensors", False),
@@ -126,6 +127,11 @@ def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeF
         tags=frozenset(tags),
         autogen=tuple(x for x in autogen.split(", ") if x),
         dispatch_keys=frozenset(keys), raw=d)
+    if namespace == "aten":
+        return f
+    ext_dispatch = parse_dispatch(path, e, namespace, func)
+    return dataclasses.replace(f, dispatch=ext_dispatch,
+                               view=parse_view(path, e, namespace, func, f.returns_view, ext_dispatch))
 
 
 # ------------------------------------------------ derived functional/out=

@@ -1,14 +1,17 @@
 """Reading the spec files: libyaml's C parser, safe construction, line numbers.
 
-Each file is read and parsed exactly once.  Entries come back with the line
-they start on and the line of each of their keys, so that every later error
-can say where it is.
+Each file is read and parsed exactly once (with the cyclic collector paused
+around the parse that builds the model: gc_paused).  Entries come back with
+the line they start on and the line of each of their keys, so that every
+later error can say where it is.
 """
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -39,6 +42,22 @@ class Entry:
 
 # key -> (line, lines of the keys of its value if that is a mapping)
 KeyLines = dict
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Loading allocates ~10^5 long-lived, acyclic objects; the cyclic
+    collector would scan them again and again for nothing (~20% of the time,
+    and more the larger the specs: each full collection walks them all).
+    Nestable: only the outermost one turns the collector back on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
 
 
 def read_text(path: str) -> str:

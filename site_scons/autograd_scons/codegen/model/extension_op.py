@@ -1,0 +1,168 @@
+"""An extension's own op (any namespace but `aten`) as the generator sees it:
+its native function paired with the info that differentiates it
+(`KernelUnit`), the C++ signature the dispatcher gives its kernels, the
+name of its caller (`<ns>::<caller>(...)`, emit/callers.py), and the kernels
+it declares for the extension to define (`DeclaredKernel`: what the linked
+library's check, build_folder/kernel_check.py, looks for)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ..tree import op_file
+from .autograd import DifferentiabilityInfo
+from .cpp import argument_type, return_type
+from .native import NativeFunction
+from .schema import OUT, Argument, is_tensor_like
+
+CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char
+char8_t char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
+co_await co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
+extern false float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr
+operator or or_eq private protected public register reinterpret_cast requires return short signed sizeof
+static static_assert static_cast struct switch template this thread_local throw true try typedef typeid
+typename union unsigned using virtual void volatile wchar_t while xor xor_eq""".split())
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def cpp_identifier(name: str) -> bool:
+    """Whether `name` can name a C++ function (an identifier, not a keyword)."""
+    return _IDENT.fullmatch(name) is not None and name not in CPP_KEYWORDS
+
+
+@dataclass(frozen=True)
+class KernelUnit:
+    """One native function of an extension, with the info that differentiates it."""
+    func: NativeFunction
+    info: Optional[DifferentiabilityInfo]
+    # Between name and overload: `_`, or `__` where `_` would give an op
+    # named `x_out` and the overload `x.out` one C++ name (parse/extension_ops.py).
+    overload_sep: str = "_"
+    # For a view's generated `_copy` twin: the view.
+    copy_of: Optional[NativeFunction] = None
+
+    @property
+    def stem(self) -> str:
+        n = self.func.func.name
+        return f"{self.func.namespace}_{n.name}" + (f"{self.overload_sep}{n.overload}" if n.overload else "")
+
+    @property
+    def path(self) -> str:
+        return op_file(self.stem, ".cpp")
+
+    # What the incremental engine keys and reports a unit by (a Function's
+    # op name never contains '::').
+    @property
+    def op(self) -> str:
+        return f"{self.func.namespace}::{self.func.func.name}"
+
+    @property
+    def entry(self) -> dict:
+        return self.info.entry if self.info is not None else {}
+
+    @property
+    def differentiated(self) -> Optional[DifferentiabilityInfo]:
+        """The info whose Function the Autograd kernel creates (one with an op)."""
+        return self.info if self.info is not None and self.info.op else None
+
+    def inputs_without_formula(self) -> list[str]:
+        """The tensor inputs (not out=) that the info gives no formula and does
+        not mark non_differentiable: legal, as in ATen, and checked at run time
+        (ATen also leaves out an input named `output`)."""
+        info = self.info
+        if info is None:
+            return []
+        with_formula = {b.name for b in info.args_with_derivatives}
+        return [a.name for a in self.func.func.arguments.flat_non_out
+                if is_tensor_like(a.type) and a.name not in with_formula
+                and a.name not in info.non_differentiable_arg_names and a.name != "output"]
+
+    def uses_autograd_fallback(self) -> bool:
+        """An op with no derivatives entry (other than an out= overload) gets no
+        Autograd kernel: torch's fallback for an op without one then decides,
+        as for the same op registered through torch.library (it runs the kernel
+        below its own Autograd key only: ATen ops the kernel calls record their
+        history; a gradient that would flow back through a result warns and is
+        None)."""
+        return self.info is None and self.func.func.kind() != OUT
+
+
+def dispatcher_signature(f: NativeFunction) -> tuple[str, list[str]]:
+    """The dispatcher's C++ return type and parameter types of `f`: what a
+    hand-written kernel of it is declared as."""
+    fs = f.func
+    params = [parameter_type(f, a) for a in fs.schema_order_arguments()]
+    rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).cpp_type()
+            for r in fs.returns]
+    ret = "void" if not rets else rets[0] if len(rets) == 1 else f"::std::tuple<{','.join(rets)}>"
+    return ret, params
+
+
+def parameter_type(f: NativeFunction, a: Argument) -> str:
+    """The dispatcher's (faithful) C++ type of one argument."""
+    return argument_type(a.type, mutable=a.is_write, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
+                         ilistref=f.part_of_structured_group).cpp_type()
+
+
+def parameters_of(f: NativeFunction, types: Sequence[str]) -> str:
+    """A kernel's parameter list: each type of `types` with its argument's name."""
+    return ", ".join(f"{t} {a.name}" for t, a in zip(types, f.func.schema_order_arguments()))
+
+
+def caller_name(namespace: str, stem: str, classes_ns: Optional[str] = None) -> Optional[str]:
+    """The caller of the op whose C++ name is `stem`, or None where that name
+    cannot be a function of `namespace`: a C++ keyword, or a namespace the
+    generated code opens there (`native`, the classes' own)."""
+    name = stem[len(namespace) + 1:]
+    outer, _, inner = (classes_ns or "").partition("::")
+    taken = {"native"} | ({inner.split("::")[0]} if outer == namespace and inner else set())
+    return None if name in CPP_KEYWORDS or name in taken else name
+
+
+@dataclass(frozen=True)
+class DeclaredKernel:
+    """A kernel that `dispatch:` declares and the extension must define:
+    `<namespace>::native::<name>`, with where it is declared and its C++
+    signature.  Plain values: the manifest keeps them for a build that
+    parses nothing."""
+    namespace: str
+    name: str
+    key: str        # the dispatch key it is registered under
+    op: str         # `ns::op.overload`
+    file: str
+    line: int       # the line of its dispatch key
+    ret: str
+    params: tuple[str, ...]
+
+    @property
+    def symbol(self) -> str:
+        return f"{self.namespace}::native::{self.name}"
+
+    def as_json(self) -> list:
+        return [self.namespace, self.name, self.key, self.op, self.file, self.line, self.ret, list(self.params)]
+
+    @classmethod
+    def from_json(cls, row: list) -> "DeclaredKernel":
+        ns, name, key, op, file, line, ret, params = row
+        if not (all(isinstance(x, str) for x in (ns, name, key, op, file, ret)) and isinstance(line, int)
+                and isinstance(params, list) and all(isinstance(p, str) for p in params)):
+            raise ValueError("bad declared kernel")
+        return cls(ns, name, key, op, file, line, ret, tuple(params))
+
+
+def declared_kernels(units: Sequence[KernelUnit]) -> list[DeclaredKernel]:
+    """Every kernel the units' `dispatch:` names for the extension to define
+    below autograd (not a CompositeImplicitAutograd op's)."""
+    out = []
+    for u in units:
+        d = u.func.dispatch
+        if d is None or d.implicit:
+            continue
+        ret, params = dispatcher_signature(u.func)
+        out += [DeclaredKernel(u.func.namespace, name, key, u.op, u.func.file, line, ret, tuple(params))
+                for (key, name), line in zip(d.kernels, d.key_lines)]
+    return out
