@@ -105,12 +105,12 @@ def test_formula_for_an_argument_without_gradient_is_one_located_error(tmp_path,
 
 def test_report_and_explain_name_the_inputs_checked_at_run_time(tmp_path, capsys):
     from autograd_scons.codegen.engine import incremental
-    from autograd_scons.codegen.engine.incremental import Request
+    from autograd_scons.codegen.engine.functions_request import FunctionsRequest
     from autograd_scons.codegen.engine.update_report import explain, report
     (tmp_path / "nf.yaml").write_text("- func: nbx::mm2(Tensor a, Tensor b) -> Tensor\n")
     (tmp_path / "d.yaml").write_text("- name: mm2(Tensor a, Tensor b) -> Tensor\n  a: grad * b\n")
-    r = incremental.update(str(tmp_path / "gen"), str(tmp_path / "nf.yaml"), str(tmp_path / "d.yaml"), None,
-                           Request(OPTS))
+    r = incremental.update(str(tmp_path / "gen"),
+                           FunctionsRequest(str(tmp_path / "nf.yaml"), str(tmp_path / "d.yaml"), None, OPTS))
     assert "inputs with no formula, refused at run time if they require grad: nbx::mm2 (b)" in report(r)
     assert "inputs with no formula (b): legal, refused at run time if they require grad" in explain(r, "nbx::mm2")
     assert "no formula" not in explain(r, "Mm2Backward0")

@@ -10,7 +10,7 @@ import re
 
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.engine import incremental
-from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.engine.units import Kind, load_units
 
 OPTS = EmitOptions(namespace="ext::autograd")
@@ -102,13 +102,13 @@ def test_an_op_that_appears_regenerates_the_function_that_calls_it_and_no_other(
                    derivatives=DERIVATIVES.split("- name: fwd_backward")[0] + "- name: other(Tensor self) -> Tensor\n"
                    "  self: grad * 2\n")
     out = str(tmp_path / "gen")
-    first = incremental.update(out, nf, dv, None, Request(OPTS, unity=0))
+    first = incremental.update(out, FunctionsRequest(nf, dv, None, OPTS, unity=0))
     assert "FwdBackward0" in first.regenerated
     with open(f"{out}/functions/FwdBackward0.cpp") as f:
         assert "ext_fwd_backward.h" not in f.read()
     with open(nf, "w") as f:
         f.write(without + "- func: ext::fwd_backward(Tensor grad_output, SymInt n) -> Tensor\n")
-    second = incremental.update(out, nf, dv, None, Request(OPTS, unity=0))
+    second = incremental.update(out, FunctionsRequest(nf, dv, None, OPTS, unity=0))
     assert sorted(second.regenerated) == ["FwdBackward0", "ext::fwd_backward"]
     with open(f"{out}/functions/FwdBackward0.cpp") as f:
         assert '#include "../ops/ext_fwd_backward.h"' in f.read()

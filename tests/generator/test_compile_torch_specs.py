@@ -12,7 +12,8 @@ from support import cxx
 from support.torchgen_reference import real_spec_paths
 
 from autograd_scons.codegen.emit.options import TORCH_MANUAL_INCLUDES, EmitOptions
-from autograd_scons.codegen.engine.incremental import Request, update
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
+from autograd_scons.codegen.engine.incremental import update
 
 
 BUCKETS = 4
@@ -26,7 +27,7 @@ ALONE = ["CudnnRnnBackward0", "ForeachAddBackward1Scalar", "IndexBackward0",
 def out(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("torch_functions"))
     nf, tags, d = real_spec_paths()
-    update(root, nf, d, tags, Request(EmitOptions(includes=TORCH_MANUAL_INCLUDES), unity=BUCKETS))
+    update(root, FunctionsRequest(nf, d, tags, EmitOptions(includes=TORCH_MANUAL_INCLUDES), unity=BUCKETS))
     return root
 
 

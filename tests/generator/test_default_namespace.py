@@ -11,7 +11,7 @@ import pytest
 from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from support.scenarios import TINY
 
 
@@ -23,9 +23,9 @@ def specs(tmp_path):
 
 
 def update(specs, namespace=None, kernels=False):
-    return incremental.update(str(specs / "gen"), str(specs / "native_functions.yaml"),
-                              str(specs / "derivatives.yaml"), None,
-                              Request(EmitOptions(namespace=namespace, kernels=kernels)))
+    return incremental.update(str(specs / "gen"), FunctionsRequest(
+        str(specs / "native_functions.yaml"), str(specs / "derivatives.yaml"), None,
+        EmitOptions(namespace=namespace, kernels=kernels)))
 
 
 def header(specs, op="MulBackward0"):

@@ -14,7 +14,7 @@ from support import scenarios
 from support.spec_facts import REPO
 from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.engine.functions_request import Pch
 from autograd_scons.codegen.tree import TUKind
 
@@ -30,8 +30,10 @@ def copy(src, dst):
 
 def generate(specs, out, opts=TINY, **kw):
     kw = {"jobs": scenarios.JOBS, "override": True, **kw}   # as the SCons tool's on Linux
-    return incremental.update(str(out), os.path.join(specs, "native_functions.yaml"),
-                              os.path.join(specs, "derivatives.yaml"), None, Request(opts, **kw))
+    unity = kw.pop("unity", None)
+    return incremental.update(str(out), FunctionsRequest(os.path.join(specs, "native_functions.yaml"),
+                                                         os.path.join(specs, "derivatives.yaml"), None, opts, unity),
+                              **kw)
 
 
 def digest(out):

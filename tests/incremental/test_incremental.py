@@ -18,7 +18,7 @@ from support import scenarios
 from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit.options import EmitOptions
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.engine.keys import canonical, unit_key
 from autograd_scons.codegen.engine.layout import slot_of
 from autograd_scons.codegen.engine.manifest import FORMAT, MANIFEST
@@ -74,7 +74,9 @@ class Specs:
 
     def update(self, opts=FUNCTIONS_ONLY, **kw):
         kw = {"jobs": scenarios.JOBS, "override": True, **kw}   # as scenarios.py's: the tool's on Linux
-        return incremental.update(self.out, self.nf, self.d, None, Request(opts, **kw), render=self.render)
+        unity = kw.pop("unity", None)
+        return incremental.update(self.out, FunctionsRequest(self.nf, self.d, None, opts, unity), render=self.render,
+                                  **kw)
 
     def edit(self, which, old, new):
         scenarios.edit(self.nf if which == "nf" else self.d, old, new)
@@ -314,8 +316,9 @@ def replace(a, b):  # every atomic write ends in os.replace: die after the n-th
         os.kill(os.getpid(), signal.SIGKILL)
 os.replace = replace
 from autograd_scons.codegen.emit.options import EmitOptions
-incremental.update({out!r}, {nf!r}, {d!r},
-                   request=incremental.Request(EmitOptions(kernels=False), jobs={jobs}, override=True))
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
+incremental.update({out!r}, FunctionsRequest({nf!r}, {d!r}, None, EmitOptions(kernels=False)), jobs={jobs},
+                   override=True)
 """
 
 
@@ -365,7 +368,8 @@ def test_render_ignores_unkeyed_fields(specs):
 def test_keys_are_stable_across_processes(specs):
     code = ("from autograd_scons.codegen.engine import incremental as i\n"
             "from autograd_scons.codegen.emit.options import EmitOptions\n"
-            "r = i.update(%r, %r, %r, request=i.Request(EmitOptions(kernels=False)))\n"
+            "from autograd_scons.codegen.engine.functions_request import FunctionsRequest\n"
+            "r = i.update(%r, FunctionsRequest(%r, %r, None, EmitOptions(kernels=False)))\n"
             "print(sorted(r.keys.items()))") % (str(specs.root / "other"), specs.nf, specs.d)
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONHASHSEED=str(seed))).stdout for seed in (1, 2)}
@@ -402,9 +406,9 @@ def test_one_edit_visits_the_old_file_entries_a_bounded_number_of_times(tmp_path
     root = tmp_path / "example"
     shutil.copytree(os.path.join(REPO, "specs"), root)
     nf, d, out = str(root / "native_functions.yaml"), str(root / "derivatives.yaml"), str(tmp_path / "gen")
-    request = Request(EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",)),
-                      jobs=2, override=True)
-    first = incremental.update(out, nf, d, None, request)
+    request = FunctionsRequest(nf, d, None, EmitOptions(namespace="myops::autograd",
+                                                        includes=("myops/backward_helpers.h",)))
+    first = incremental.update(out, request, jobs=2, override=True)
     files = {}
     real_read = incremental.read_manifest
 
@@ -416,7 +420,7 @@ def test_one_edit_visits_the_old_file_entries_a_bounded_number_of_times(tmp_path
     monkeypatch.setattr(incremental, "read_manifest", counting_read)
     scenarios.edit(d, "self: grad * alpha\n", "self: grad * alpha * 2\n")
     _CountingFiles.visited = 0
-    r = incremental.update(out, nf, d, None, request)
+    r = incremental.update(out, request, jobs=2, override=True)
     assert r.parsed and r.regenerated == ["ScaleBackward0"]
     units = len(first.units)
     assert units >= 20 and len(files) >= 2 * units   # a scan per unit would be >= 20x the entries

@@ -15,13 +15,12 @@ import pytest
 from support import scenarios
 from autograd_scons.codegen.engine import incremental, native_cache, native_records
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.engine.native_cache import NATIVE_CACHE
 from support.scons_helpers import tree
 from support.spec_facts import REPO
 
-REQUEST = Request(EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",)),
-                  jobs=2, override=True)
+OPTS = EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",))
 
 
 class Example:
@@ -40,7 +39,8 @@ class Example:
         monkeypatch.setattr(native_cache, "parse_native_functions", counting)
 
     def update(self, out=None, **kw):
-        return incremental.update(out or self.out, self.nf, self.d, None, Request(**{**REQUEST.__dict__, **kw}))
+        return incremental.update(out or self.out, FunctionsRequest(self.nf, self.d, None, OPTS),
+                                  **{"jobs": 2, "override": True, **kw})
 
     def cold(self, tmp_path):
         """The per-unit files (and shared headers) a cold update of the same
@@ -212,8 +212,9 @@ from autograd_scons.codegen.emit.options import EmitOptions
 def killed(*a, **k):  # the sources written, the manifest not: killed there, as a build can be
     os.kill(os.getpid(), signal.SIGKILL)
 incremental.write_manifest = killed
-incremental.update(sys.argv[1], sys.argv[2], sys.argv[3], None, incremental.Request(
-    EmitOptions(namespace="myops::autograd", includes=("myops/backward_helpers.h",)), jobs=2, override=True))
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
+incremental.update(sys.argv[1], FunctionsRequest(sys.argv[2], sys.argv[3], None, EmitOptions(
+    namespace="myops::autograd", includes=("myops/backward_helpers.h",))), jobs=2, override=True)
 """
 
 

@@ -20,7 +20,7 @@ from support import python_reference as ref
 from autograd_scons.codegen.engine import incremental
 from autograd_scons.codegen.emit import python_bindings
 from autograd_scons.codegen.emit.options import EmitOptions, parse_python
-from autograd_scons.codegen.engine.incremental import Request
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.engine.units import Kind, load_units
 from support.scons_helpers import FAKE_CXX, clone, scons
 from support.spec_facts import REPO
@@ -79,7 +79,7 @@ def test_python_false_generates_no_bindings_and_prunes_them(tmp_path):
     out = str(tmp_path / "gen")
 
     def update(python):
-        r = incremental.update(out, *specs, request=Request(EmitOptions(kernels=False, python=python)))
+        r = incremental.update(out, FunctionsRequest(*specs, emit=EmitOptions(kernels=False, python=python)))
         return [s for s in r.sources if s.startswith("python/")], sorted(os.listdir(out + "/python"))
     assert update(True) == (["python/bindings_0.cpp"], ["bindings.h", "bindings_0.cpp"])
     assert update(False) == ([], [])

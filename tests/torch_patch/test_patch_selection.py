@@ -9,7 +9,8 @@ import pytest
 from autograd_scons.codegen.emit.functions import render_op
 from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, EmitOptions, PatchTarget
 from autograd_scons.codegen.errors import SpecError
-from autograd_scons.codegen.engine.incremental import Request, update
+from autograd_scons.codegen.engine.functions_request import FunctionsRequest
+from autograd_scons.codegen.engine.incremental import update
 from autograd_scons.codegen.engine.patch_selection import BOUND_LOCALLY, HIDDEN_HELPER, called, select
 from autograd_scons.codegen.tree import PATCH_REFERENCE, PATCH_SUMMARY
 from autograd_scons.codegen.engine.units import load_units
@@ -139,7 +140,7 @@ def test_a_patch_tree_defines_libtorchs_classes_and_records_the_selection(specs)
     write, target, nf, out = specs
     opts = EmitOptions(namespace=LIBTORCH_NAMESPACE, includes=("torch/csrc/autograd/FunctionsManual.h",),
                        kernels=False, python=False, patch=target(every=True))
-    result = update(out, nf, write(DERIVATIVES), request=Request(opts, unity=0))
+    result = update(out, FunctionsRequest(nf, write(DERIVATIVES), None, opts, unity=0))
     assert sorted(result.units) == ["MulBackward0", "SinBackward0"]
     files = sorted(os.path.relpath(os.path.join(d, f), out) for d, _, fs in os.walk(out) for f in fs
                    if not f.startswith("."))

@@ -57,22 +57,22 @@ def _unity(text: str):
 def _cmd_generate(args: argparse.Namespace) -> int:
     import time  # (this command's imports: see the module's docstring)
 
-    from .emit.options import EmitOptions
-    from .engine.incremental import Request, update
     from .build_folder.lock import lock_folder, remove_made_folder
+    from .engine.functions_request import FunctionsRequest
+    from .engine.incremental import update
     from .engine.update_report import foreign_line, layout_line, report
 
     try:
-        opts = EmitOptions(namespace=args.namespace, includes=tuple(args.include),
-                           kernels=not args.no_kernels, python=not args.no_python)
+        request = FunctionsRequest.of(args.native_functions, args.derivatives, tags=args.tags,
+                                      namespace=args.namespace, includes=args.include, unity=args.unity,
+                                      kernels=not args.no_kernels, python=not args.no_python)
     except OptionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
     made = lock_folder(args.out, say=lambda m: print(m, file=sys.stderr, flush=True))
     try:
-        result = update(args.out, args.native_functions, args.derivatives, args.tags,
-                        Request(opts, unity=args.unity, jobs=args.jobs, override=args.override))
+        result = update(args.out, request, jobs=args.jobs, override=args.override)
     except BaseException:
         if made:
             remove_made_folder(args.out)

@@ -41,6 +41,7 @@ and where it compiles.  `-c` removes the generated folder; `-n` reports what
 would be regenerated without writing anything.
 """
 
+import dataclasses
 import inspect
 import optparse
 import os
@@ -142,14 +143,11 @@ def _generate(env, outdir, request, others=0):
     """(generated TU nodes, incremental.Result, its closing-report record), the
     last two None when cleaning."""
     dry = bool(SCons.Script.GetOption("no_exec"))
-    update = incremental.Request(request.emit, unity=request.unity, others=others, dry_run=dry,
-                                 jobs=int(SCons.Script.GetOption("num_jobs")),
-                                 override=override.can_override(env))
     out = _no_duplicate(env.Dir(outdir))
     for sub in OWNED_FOLDERS:
         _no_duplicate(out.Dir(sub))
-    paths = [env.File(p).srcnode().abspath if p is not None else None  # the real spec, under a variant_dir
-             for p in (request.native_functions, request.derivatives, request.tags)]
+    nf, d, tags = [env.File(p).srcnode().abspath if p is not None else None  # the real spec, under a variant_dir
+                   for p in (request.native_functions, request.derivatives, request.tags)]
     pch.INCLUDES[out.abspath] = request.emit.includes
     env.AppendUnique(CPPPATH=[out])
 
@@ -163,7 +161,10 @@ def _generate(env, outdir, request, others=0):
     try:
         if not dry:
             made = lock_folder(out.abspath, say=lambda m: print(f"scons: {m}", flush=True))
-        result = incremental.update(out.abspath, *paths, request=update)
+        result = incremental.update(out.abspath, dataclasses.replace(request, native_functions=nf, derivatives=d,
+                                                                     tags=tags),
+                                    jobs=int(SCons.Script.GetOption("num_jobs")), others=others, dry_run=dry,
+                                    override=override.can_override(env))
     except (SpecError, OSError) as e:
         if made:  # bad input on a first build leaves no folder behind
             remove_made_folder(out.abspath)

@@ -26,6 +26,7 @@ from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
 from ..errors import SpecError
 from ..model.extension_op import DeclaredKernel, declared_kernels
+from .functions_request import FunctionsRequest
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
 from ..tree import (CACHE_KEY_CPP, MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind,
@@ -40,17 +41,15 @@ from .writer import prune, same_bytes, stat_of, write_files
 
 
 @dataclass(frozen=True)
-class Request:
-    """What an update is asked for, besides the spec files."""
-    opts: EmitOptions = EmitOptions()
-    unity: Optional[int] = None    # None: automatic bucket count; 0: one TU per unit
-    jobs: int = 1                  # parallel compiles (for the automatic count)
-    others: int = 0                # the caller's own TUs compiled alongside (layout.bucket_count)
-    dry_run: bool = False
-    # The caller links each bucket holding shadowed old text as a copy
-    # whose symbols the edit TUs define are weak (weaken.py): an edited unit
-    # can then leave its bucket unrecompiled.
-    override: bool = False
+class _Build:
+    """How the caller builds what an update writes (not what it asks for:
+    that is the FunctionsRequest)."""
+    opts: EmitOptions
+    unity: Optional[int]           # None: automatic bucket count; 0: one TU per unit
+    jobs: int                      # parallel compiles (for the automatic count)
+    others: int                    # the caller's own TUs compiled alongside (layout.bucket_count)
+    dry_run: bool
+    override: bool
 
 
 @dataclass
@@ -135,10 +134,18 @@ def _options(requested: dict, resolved: EmitOptions) -> dict:
     return {"requested": requested, "resolved": canonical(resolved)}
 
 
-def update(out_dir: str, native_functions: str, derivatives: str, tags: Optional[str] = None,
-           request: Request = Request(), render: Optional[Renderer] = None) -> Result:
-    """Bring `out_dir` up to date with the specs.  Raises SpecError on bad
-    input, before anything is written."""
+def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: int = 0, dry_run: bool = False,
+           override: bool = False, render: Optional[Renderer] = None) -> Result:
+    """Bring `out_dir` up to date with the specs `functions` names.  `jobs`:
+    the parallel compiles (for the automatic bucket count); `others`: the
+    caller's own TUs compiled alongside (layout.bucket_count); `dry_run`:
+    write nothing; `override`: the caller links each bucket holding shadowed
+    old text as a copy whose symbols the edit TUs define are weak
+    (build_folder/weaken.py), so an edited unit can leave its bucket
+    unrecompiled.  Raises SpecError on bad input, before anything is
+    written."""
+    native_functions, derivatives, tags = functions.native_functions, functions.derivatives, functions.tags
+    request = _Build(functions.emit, functions.unity, jobs, others, dry_run, override)
     inputs = _input_digests(native_functions, derivatives, tags)
     requested, generator = canonical(request.opts), generator_version()
     mpath = os.path.join(out_dir, MANIFEST)
@@ -248,7 +255,7 @@ class _State:
                 out.add(b)
         return out
 
-    def render(self, units: list[Unit], keys: list[UnitKey], request: Request,
+    def render(self, units: list[Unit], keys: list[UnitKey], request: _Build,
                render: Renderer) -> tuple[dict, dict, Result]:
         """Render in memory first: an emission error must leave the tree as it
         was.  The steps: the units that must be rendered, the layout, the
@@ -294,7 +301,7 @@ class _State:
         r.reasons.update((n, Why(Reason.REMOVED)) for n in r.removed)
         return r
 
-    def _plan_layout(self, units: list[Unit], request: Request, r: "_Rendered", others: int):
+    def _plan_layout(self, units: list[Unit], request: _Build, r: "_Rendered", others: int):
         """The compile layout (layout.plan), from the edits this run found."""
         old = self.old
         trusted = old is not None and (old.generator, old.options) == (self.generator, self.options)
@@ -312,7 +319,7 @@ class _State:
         return plan(request.unity, [u.name for u in units], request.jobs, old.layout if trusted else None,
                     self.old_keys, edited, keep=keep, damaged=damaged, others=others)
 
-    def _render_shared(self, units: list[Unit], request: Request, render: Renderer, r: "_Rendered",
+    def _render_shared(self, units: list[Unit], request: _Build, render: Renderer, r: "_Rendered",
                        p, bound: list[Unit]) -> list[str]:
         """The files every unit shares (headers, bindings, buckets, edit TUs)
         added to `r`; returns the binding TUs whose bytes changed."""
