@@ -25,6 +25,7 @@ generic would shadow, or be shadowed by, other projects' packages).
 import importlib
 import sys
 import types
+from typing import Optional
 import warnings
 
 PACKAGE = "autograd_scons"
@@ -81,7 +82,8 @@ def _importer_level() -> int:
     machinery (`from autograd_scons import x` reaches __getattr__ from
     importlib's _handle_fromlist first; warnings itself skips importlib's
     frames when it counts, so they are not counted here)."""
-    level, frame = 2, sys._getframe(2)   # 1: resolve(); 2: its caller
+    level = 2
+    frame: Optional[types.FrameType] = sys._getframe(2)   # 1: resolve(); 2: its caller
     package_init = sys.modules[PACKAGE].__file__
     while frame is not None:
         name = frame.f_code.co_filename

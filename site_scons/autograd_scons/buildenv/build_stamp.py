@@ -165,8 +165,8 @@ def record_inputs(targets, inputs_path: str, extra=(), code_roots=()) -> None:
     import SCons.Util
     algorithm = SCons.Util.get_current_hash_algorithm_used()
     roots = tuple(os.path.abspath(r) + os.sep for r in code_roots)
-    code = sorted({os.path.abspath(m.__file__) for m in list(sys.modules.values())
-                   if getattr(m, "__file__", None) and os.path.abspath(m.__file__).startswith(roots)})
+    loaded = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
+    code = sorted({os.path.abspath(p) for p in loaded if p and os.path.abspath(p).startswith(roots)})
     early = {}
     for path in [os.path.abspath(str(p)) for p in extra] + code:
         if os.path.isfile(path):

@@ -239,6 +239,7 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
                                 preexec_fn=_private_child if private else _die_with_parent)
         if lock is not None:
             lock.set_group(proc.pid, folder)
+        assert proc.stdout is not None   # (stdout=PIPE)
         try:
             for line in proc.stdout:
                 _log(log, line, log_path)

@@ -34,6 +34,7 @@ import os
 import re
 import shlex
 import shutil
+from typing import Optional
 
 from autograd_scons.buildenv import runner, build_stamp, torch_flags, unfinished_build
 from autograd_scons.codegen.errors import one_line_errors
@@ -86,7 +87,7 @@ def _folder_key() -> str:
     import torch
     version = torch.__version__.split("+")[0]
     build = f"cu{torch.version.cuda.replace('.', '')}" if torch.version.cuda else \
-        f"rocm{torch.version.hip.split('-')[0]}" if getattr(torch.version, "hip", None) else "cpu"
+        f"rocm{(torch.version.hip or '').split('-')[0]}" if getattr(torch.version, "hip", None) else "cpu"
     words = shlex.split(os.environ.get("CXX") or "g++") or ["g++"]
     found = shutil.which(words[0])
     tag = hashlib.sha256(json.dumps([words, os.path.realpath(found) if found else None]).encode()).hexdigest()[:8]
@@ -165,7 +166,7 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
                       outputs=[library, os.path.join(folder, "obj", f"{name}.so")])
 
 
-def _digests(stamp_path: str) -> list:
+def _digests(stamp_path: str) -> Optional[list]:
     """(path, digest) of every input in a stamp (not the stats, which a
     touch moves), or None."""
     try:

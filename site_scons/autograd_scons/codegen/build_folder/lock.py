@@ -222,6 +222,8 @@ class BuildLock:
         (default: the lock's): its members there are killed by the next
         holder if this process dies before releasing the lock."""
         top = os.path.abspath(top or self.folder)
+        if self.fd is None:
+            raise ValueError("set_group() on a BuildLock that is not held")
         self._write(self.fd, f"pid={os.getpid()} group={group}\n" + top)
 
     def __exit__(self, *exc) -> None:

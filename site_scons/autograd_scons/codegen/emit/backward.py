@@ -40,7 +40,7 @@ def _single(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int], k
 def _located(info: DifferentiabilityInfo, k: int, lines: list[str]) -> list[str]:
     """The line computing `grad_result` numbered as formula k's yaml line."""
     at = next(j for j, s in enumerate(lines) if "auto grad_result = " in s or "grad_result.emplace_back(" in s)
-    return lines[:at] + at_formula(info.op, k, [lines[at]]) + lines[at + 1:]
+    return lines[:at] + at_formula(info.function, k, [lines[at]]) + lines[at + 1:]
 
 
 def _multi(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int], k: int) -> list[str]:
@@ -49,7 +49,7 @@ def _multi(info: DifferentiabilityInfo, d: Derivative, index: dict[str, int], k:
     lines = [_IF.substitute(condition=" || ".join(flags))]
     if "grad_input_mask" in d.formula:
         lines.append(_MASK.substitute(n=str(len(flags)), flags=", ".join(flags)))
-    lines += at_formula(info.op, k, [f"  auto grad_result = {d.formula};"])
+    lines += at_formula(info.function, k, [f"  auto grad_result = {d.formula};"])
     for k, (n, flag) in enumerate(zip(d.var_names, flags)):
         lines.append(f"  if ({flag}) copy_range(grad_inputs, {n}_ix, std::get<{k}>(grad_result));")
     lines.append("}")

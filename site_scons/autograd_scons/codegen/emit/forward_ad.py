@@ -95,7 +95,7 @@ def forward_ad(unit, info: Optional[DifferentiabilityInfo], fw_op: Optional[str]
             outputs.update(names)
             outputs.update(r for r in rnames if uses_ident(formula, r))
         listed = [str(ofs.returns[i].type) == "Tensor[]" for i in idx] == [True]
-        after += _located(info.op, k, _apply(formula, fd, names, idx, rnames, inputs, inplace, listed))
+        after += _located(info.function, k, _apply(formula, fd, names, idx, rnames, inputs, inplace, listed))
     return ForwardAD(before, after, outputs, True)
 
 

@@ -72,7 +72,7 @@ class _Op:
 
     def __init__(self, info: DifferentiabilityInfo):
         self.info = info
-        self.op = info.op
+        self.op = info.function
         self.superclass = superclass(info)
         try:
             self.slots: list[SavedSlot] = saved_slots(info.all_saved_inputs, info.all_saved_outputs)

@@ -98,11 +98,10 @@ def _autograd_kernel(unit: KernelUnit, opts: EmitOptions, ret: str, params: list
     info = unit.info if unit.info is not None and unit.info.op else None
     if unit.info is not None and info is None:  # nothing differentiable: no tangents either
         fw = ForwardAD([], [], set(), False)
-    else:
-        same = info is None or str(info.func.func) == str(f.func)
-        fw = forward_ad(unit, info, "op" if same else _handle(info.func))
+    else:   # (the functional's handle for an in-place variant differentiated by its entry)
+        fw = forward_ad(unit, info, "op" if info is None or str(info.func.func) == str(f.func) else _handle(info.func))
     # No file or line here: inserting an entry must not rewrite every kernel.
-    function_header = [f'#include "{include(unit.path, function_file(info.op, ".h"))}"'] if info is not None else []
+    function_header = [f'#include "{include(unit.path, function_file(info.function, ".h"))}"'] if info is not None else []
     # forward formulas see what backward formulas see
     prelude = [f'#include "{include(unit.path, PRELUDE_IMPL_H)}"'] if fw.needs_prelude else []
     # the one save-time helper that lives in FunctionsManual.h
@@ -149,7 +148,7 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
     diff = ", ".join(b.name for b in info.args_with_derivatives)
     options = "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None
     out += load("op_grad_fn.cpp").lines(
-        differentiable=diff, function=info.op,
+        differentiable=diff, function=info.function,
         inplace_check=load("op_check_inplace.cpp").lines() if inplace else [],
         input_checks=unchecked_input_checks(unit, info),
         options=load("op_tensor_options.cpp").lines() if options else [],
@@ -202,11 +201,12 @@ def _return(fs) -> str:
     those, not the (copied) value the call produced."""
     aliased = [next((a.name for a in fs.schema_order_arguments() if r.is_write and a.annotation == r.annotation),
                     None) for r in fs.returns]
-    if not fs.returns or None in aliased:
+    names = [n for n in aliased if n is not None]
+    if not fs.returns or len(names) < len(aliased):
         return _RETURN_RESULT
-    if len(aliased) == 1:
-        return f"return {aliased[0]};"
-    return f"return std::forward_as_tuple({', '.join(aliased)});"
+    if len(names) == 1:
+        return f"return {names[0]};"
+    return f"return std::forward_as_tuple({', '.join(names)});"
 
 
 def _save(attrs: Sequence[SavedAttribute], *, is_output: bool, inplace: bool) -> list[str]:

@@ -69,11 +69,11 @@ def render_lines(infos: Sequence[DifferentiabilityInfo]) -> dict[str, str]:
     """derivative_lines.h: each formula's file and line, by macro."""
     out = [BANNER, "// Where each formula is in derivatives.yaml, for #line (see codegen/emit/lines.py).",
            "#pragma once", ""]
-    for info in sorted((i for i in infos if i.op and i.file), key=lambda i: i.op):
-        out.append(f"#define {file_macro(info.op)} {string_literal(shown_path(info.file))}")
+    for info in sorted((i for i in infos if i.op and i.file), key=lambda i: i.function):
+        out.append(f"#define {file_macro(info.function)} {string_literal(shown_path(info.file))}")
         # one less: the `#endif` after the directive takes the first number
-        out += [f"#define {line_macro(info.op, k)} {d.line - 1}" for k, d in enumerate(info.derivatives)
+        out += [f"#define {line_macro(info.function, k)} {d.line - 1}" for k, d in enumerate(info.derivatives)
                 if d.line > 1]
-        out += [f"#define {line_macro(info.op, f'fw{k}')} {d.line - 1}"
+        out += [f"#define {line_macro(info.function, f'fw{k}')} {d.line - 1}"
                 for k, d in enumerate(info.forward_derivatives) if d.line > 1]
     return {LINES_H: "\n".join(out) + "\n"}

@@ -71,7 +71,7 @@ def qualified_name(namespace: str, op: str) -> str:
 
 def _function(info: DifferentiabilityInfo, ns: str) -> tuple[list[str], str]:
     """(getters and property table, registration call) of one Function."""
-    op = info.op
+    op = info.function
     props = properties(op, saved_slots(info.all_saved_inputs, info.all_saved_outputs))
     # unguarded getters: every entry goes through guarded_getter (bindings.h)
     getters = [line for p in props for line in _GETTER.lines(getter=p.getter, op=op, body=p.body) + [""]]
@@ -82,7 +82,7 @@ def _function(info: DifferentiabilityInfo, ns: str) -> tuple[list[str], str]:
 
 
 def render_shard(k: int, infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -> str:
-    infos = sorted(infos, key=lambda i: i.op)
+    infos = sorted(infos, key=lambda i: i.function)
     functions, calls = [], []
     for info in infos:
         lines, call = _function(info, opts.ns)
@@ -91,7 +91,7 @@ def render_shard(k: int, infos: Sequence[DifferentiabilityInfo], opts: EmitOptio
     here = shard_file(k)
     return _SHARD.substitute(
         banner=BANNER, count=str(len(infos)), k=str(k), ns=opts.ns, bindings_h=include(here, BINDINGS_H),
-        function_headers=[f'#include "{include(here, function_file(i.op, ".h"))}"' for i in infos],
+        function_headers=[f'#include "{include(here, function_file(i.function, ".h"))}"' for i in infos],
         functions=functions, calls=calls)
 
 
@@ -106,7 +106,7 @@ def render_bindings(infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -
     n = shard_count(len(infos))
     shards: dict[int, list] = {k: [] for k in range(n)}
     for i in infos:
-        shards[shard_of(i.op, n)].append(i)
+        shards[shard_of(i.function, n)].append(i)
     files = {BINDINGS_H: render_header(opts)}
     files.update((shard_file(k), render_shard(k, members, opts)) for k, members in shards.items())
     return files

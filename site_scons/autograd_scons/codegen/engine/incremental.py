@@ -222,7 +222,7 @@ class _State:
     def why(self, k: UnitKey) -> Optional[Why]:
         """Why unit `k` must be rendered, or None if its outputs are up to date."""
         prev, old = self.old_keys.get(k.name), self.old
-        if prev is None:
+        if prev is None or old is None:
             was = self.old_by_entry.get((k.kind, k.entry, k.native))
             if was and was != k.name:
                 return Why(Reason.RENAMED, was)
@@ -239,9 +239,10 @@ class _State:
             return Why(Reason.NATIVE)
         return Why(Reason.DERIVED)
 
-    def stale_buckets(self, units: list[Unit], headers: set) -> set:
-        """Buckets holding a shadowed unit's old text that includes one of `headers`."""
-        lay, source = self.old.layout, {u.name: u.source for u in units}
+    def stale_buckets(self, lay: Layout, units: list[Unit], headers: set) -> set:
+        """Buckets of the old layout `lay` holding a shadowed unit's old text
+        that includes one of `headers`."""
+        source = {u.name: u.source for u in units}
         out = set()
         for b in {bucket_of(s, lay.buckets) for s in lay.shadowed if s in source}:
             try:
@@ -304,7 +305,8 @@ class _State:
     def _plan_layout(self, units: list[Unit], request: _Build, r: "_Rendered", others: int):
         """The compile layout (layout.plan), from the edits this run found."""
         old = self.old
-        trusted = old is not None and (old.generator, old.options) == (self.generator, self.options)
+        trusted = old.layout if old is not None and (old.generator, old.options) == (self.generator, self.options) \
+            else None
         edited = [n for n, why in r.reasons.items() if why.reason.is_edit and n in r.changed]
         # Shadowing a unit keeps its old text in its bucket, which SCons
         # recompiles if a header that text includes changes: so only units
@@ -313,10 +315,10 @@ class _State:
         headers = {rel for rel in r.files if rel.endswith(".h")}
         keep = [u.name for u in units if request.override and r.changed.get(u.name) == {u.source}
                 and not included(u.source, r.texts[u.name][u.source]) & headers]
-        damaged = {bucket_index(rel) for rel in self.dirty} - {None}
-        if headers and trusted and old.layout.shadowed:
-            damaged |= self.stale_buckets(units, headers)
-        return plan(request.unity, [u.name for u in units], request.jobs, old.layout if trusted else None,
+        damaged = {i for i in (bucket_index(rel) for rel in self.dirty) if i is not None}
+        if headers and trusted is not None and trusted.shadowed:
+            damaged |= self.stale_buckets(trusted, units, headers)
+        return plan(request.unity, [u.name for u in units], request.jobs, trusted,
                     self.old_keys, edited, keep=keep, damaged=damaged, others=others)
 
     def _render_shared(self, units: list[Unit], request: _Build, render: Renderer, r: "_Rendered",

@@ -193,6 +193,6 @@ def reference_digests(target: PatchTarget, out_dir: Optional[str] = None) -> dic
         except (OSError, ValueError, AttributeError):
             pass   # missing or damaged: made again
     digests = {u.name: hash_of(u.subject) for u in load_units(nf, d, tags, kernels=False)}
-    if cache and os.path.isdir(out_dir):
+    if cache and out_dir and os.path.isdir(out_dir):
         write_atomic(cache, dumps({"key": key, "digests": digests}).encode())
     return digests

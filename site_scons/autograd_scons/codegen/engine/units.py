@@ -84,8 +84,8 @@ def load_units(native_functions: str, derivatives: str, tags: Optional[str] = No
     ops = kernel_units(specs.native, infos) if kernels else []
     table = caller_table(ops)   # (no callers without kernels: nothing to include)
     backward = lambda i: callees((d.formula for d in i.derivatives), table)  # noqa: E731
-    units = [Unit(Kind.FUNCTION, i.op, i.op, i, callees=backward(i)) for i in function_infos(infos)]
-    units += [Unit(Kind.FUNCTION, i.op, i.op, i, bound=False, callees=backward(i)) for i in derived]
+    units = [Unit(Kind.FUNCTION, i.function, i.function, i, callees=backward(i)) for i in function_infos(infos)]
+    units += [Unit(Kind.FUNCTION, i.function, i.function, i, bound=False, callees=backward(i)) for i in derived]
     units += [Unit(Kind.KERNEL, k.op, k.stem, k, callees=callees(
         (d.formula for d in (k.info.forward_derivatives if k.info else ())), table)) for k in ops]
     check_file_names(units)

@@ -96,6 +96,14 @@ class DifferentiabilityInfo:
     line: int = 0
     entry: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
+    @property
+    def function(self) -> str:
+        """The Function's class name, for an info that has one (`op` set: the
+        infos parse/extension_ops.py's function_infos keeps)."""
+        if self.op is None:
+            raise ValueError(f"info for '{self.func.func}' has no Function: nothing is differentiable")
+        return self.op
+
     def uses(self, ident: str) -> bool:
         return any(uses_ident(d.formula, ident) for d in self.derivatives)
 

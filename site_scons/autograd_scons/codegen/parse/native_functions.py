@@ -207,6 +207,8 @@ def _derive(f: NativeFunction, kind: str) -> NativeFunction:
         a = fs.arguments
         if fs.kind() == INPLACE:
             s = a.self_arg
+            if s is None:   # (an in-place schema without self is refused as it is parsed)
+                raise ValueError(f"in-place '{fs}' has no self argument")
             pos = tuple(Argument(x.name, x.type, x.default, None) if x is s else x for x in a.positional)
             args = Arguments(pos, a.kwarg_only, (Argument("out", s.type, None, s.annotation),))
             func = FunctionSchema(out_name, args, fs.returns)

@@ -48,7 +48,7 @@ class Template:
         fixed: list[str] = []
         for line in text.split("\n"):
             block = _BLOCK.match(line)
-            pieces = _INLINE.split(line) if not block else None
+            pieces = _INLINE.split(line) if not block else []
             if not block and len(pieces) == 1:
                 fixed.append(line)
                 continue
