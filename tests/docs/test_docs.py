@@ -98,13 +98,52 @@ def checkout_files():
                           text=True, check=True).stdout.split()
 
 
+# A dotted name of the package (`autograd_scons.codegen.engine.incremental`,
+# `autograd_scons.Error`), or of the generator by its folder's name
+# (`codegen.engine.keys`), not a file's name (`x.json`).
+DOTTED = re.compile(r"(?<![\w./-])((?:autograd_scons|codegen)(?:\.\w+)+)")
+_FILE_SUFFIXES = {"py", "md", "cpp", "h", "json", "toml", "yaml", "so", "txt", "cfg"}
+_DEFINES = r"^\s*(?:def|class)\s+{0}\b|^{0}\s*[:=]|^from \S+ import .*\b{0}\b|^import \S+ as {0}\b"
+
+
+def _served(module_text, name):
+    """Whether a package's module hands `name` out without defining it at
+    the top: its `__all__` (served by `__getattr__`), or an old name of
+    moved_names.py's MOVED."""
+    listed = re.search(r"^__all__ = \[(.*?)\]", module_text, flags=re.M | re.S)
+    moved = re.search(r"^MOVED = \{(.*?)^\}", module_text, flags=re.M | re.S)
+    return any(m and re.search(rf'"{re.escape(name)}"', m.group(1)) for m in (listed, moved))
+
+
+def stale_dotted(name):
+    """Whether a dotted name resolves to none of the package's modules, or
+    to a module that defines nothing under the name's next part."""
+    parts = name.split(".")
+    if parts[-1] in _FILE_SUFFIXES:   # a file's name (`_autograd_scons.json`)
+        return False
+    parts = ["autograd_scons"] + parts if parts[0] == "codegen" else parts
+    site = os.path.join(REPO, "site_scons")
+    for i in range(len(parts), 0, -1):
+        folder = os.path.join(site, *parts[:i])
+        module = os.path.join(folder, "__init__.py") if os.path.isdir(folder) else folder + ".py"
+        if os.path.isfile(module):
+            rest, text = parts[i:], read(module)
+            if not rest or re.search(_DEFINES.format(re.escape(rest[0])), text, flags=re.M) or _served(text, rest[0]):
+                return False
+            moved = os.path.join(site, "autograd_scons", "moved_names.py")   # the package's old names
+            return not (parts[:i] == ["autograd_scons"] and _served(read(moved), rest[0]))
+    return True
+
+
 def stale_names(text, basenames):
-    """Repository paths that do not exist, and bare Python file names that are
-    none of the checkout's (nor EXTERNAL_PY), in `text`."""
+    """Repository paths that do not exist, bare Python file names that are
+    none of the checkout's (nor EXTERNAL_PY), and dotted names of the
+    package that name no module or definition, in `text`."""
     paths = {p for p in REPO_PATH.findall(text)
              if not glob.glob(os.path.join(REPO, p.rstrip("."))) and not re.search(r"[<*]", p)}
     names = {n for n in PY_NAME.findall(text) if n not in basenames and n not in EXTERNAL_PY}
-    return sorted(paths | names)
+    dotted = {n for n in DOTTED.findall(text) if stale_dotted(n)}
+    return sorted(paths | names | dotted)
 
 
 def comments_of(path):
@@ -129,21 +168,29 @@ def test_every_python_file_named_bare_exists(page):
     assert not stale, f"{os.path.relpath(page, REPO)} names files that do not exist: {stale}"
 
 
+def _hash_comments(rel):
+    """(line, text) of the `#` (and setup.cfg's `;`) comment lines of a shell
+    script, a TOML or a cfg file."""
+    return [(i, line) for i, line in enumerate(read(os.path.join(REPO, rel)).splitlines(), 1)
+            if line.lstrip().startswith(("#", ";")) or " # " in line]
+
+
 def test_code_comments_and_setup_cfg_name_only_files_that_exist():
-    """The comments and docstrings of codegen/, site_scons/, tests/ and
-    benchmarks/, and setup.cfg's comments, name paths and Python files that
-    exist: a module moved or renamed leaves no stale name behind."""
+    """The comments and docstrings of the package, tests/ and benchmarks/,
+    and the comments of the shell scripts, pyproject.toml and setup.cfg,
+    name paths, Python files and dotted module names that exist: a module
+    moved or renamed leaves no stale name behind."""
     files = checkout_files()
     basenames = {os.path.basename(f) for f in files}
     stale = []
     for rel in files:
         full = os.path.join(REPO, rel)
-        if rel.endswith(".py") and rel.startswith(("codegen/", "site_scons/", "tests/", "benchmarks/")) \
-                and not os.path.islink(full) and os.path.isfile(full):
+        if os.path.islink(full) or not os.path.isfile(full):
+            continue
+        if rel.endswith(".py") and rel.startswith(("site_scons/", "tests/", "benchmarks/")):
             stale += [f"{rel}:{line}: {n}" for line, text in comments_of(full) for n in stale_names(text, basenames)]
-    for i, line in enumerate(read(os.path.join(REPO, "setup.cfg")).splitlines(), 1):
-        if line.lstrip().startswith(("#", ";")):
-            stale += [f"setup.cfg:{i}: {n}" for n in stale_names(line, basenames)]
+        elif rel.endswith(".sh") or rel in (".ci/run", "pyproject.toml", "setup.cfg"):
+            stale += [f"{rel}:{line}: {n}" for line, text in _hash_comments(rel) for n in stale_names(text, basenames)]
     assert not stale, "stale names in comments: " + "; ".join(stale)
 
 
@@ -153,7 +200,13 @@ def test_a_stale_name_is_found():
     basenames = {os.path.basename(f) for f in checkout_files()}
     assert stale_names("# (site_scons/cuda_flags.py defines it)", basenames) == ["site_scons/cuda_flags.py"]
     assert stale_names("# the SConstruct (load_sconstruct.py)", basenames) == ["load_sconstruct.py"]
-    assert stale_names("# site_scons/autograd_scons/buildenv/cuda_flags.py, runner.py, gen_autograd_functions.py", basenames) == []
+    assert stale_names("# site_scons/autograd_scons/buildenv/cuda_flags.py, runner.py, gen_autograd_functions.py",
+                       basenames) == []
+    # dotted names: a module's old name, a definition gone, and good ones
+    assert stale_names("# codegen.incremental's update; autograd_scons.codegen.engine.writer.gone",
+                       basenames) == ["autograd_scons.codegen.engine.writer.gone", "codegen.incremental"]
+    assert stale_names("# autograd_scons.codegen.engine.incremental.update, autograd_scons.Error, "
+                       "codegen.engine.keys, autograd_scons.tool", basenames) == []
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, REPO))

@@ -1,4 +1,4 @@
-"""codegen.yaml_io builds Python values from the composed nodes itself (faster
+"""codegen.parse.yaml_io builds Python values from the composed nodes itself (faster
 than PyYAML's constructor): what it yields must be what
 yaml.load(..., CSafeLoader) yields, on torch's real spec files and on the
 scalar kinds its shortcuts special-case."""

@@ -1,4 +1,4 @@
-"""codegen.incremental without SCons: keys, manifest, fast path, crash safety.
+"""codegen.engine.incremental without SCons: keys, manifest, fast path, crash safety.
 
 Each test generates the tiny test specs (tests/fixtures/tiny_ext) into a temporary
 folder and counts what a second update rewrites.  The edit scenarios are the

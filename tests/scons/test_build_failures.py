@@ -347,7 +347,7 @@ def test_two_builds_of_one_tree_never_interleave(built_repo):
     edit(os.path.join(built_repo, "specs", "derivatives.yaml"), "self: grad * alpha", "self: grad * alpha * 2")
     release = os.path.join(built_repo, "release")
     # The checkout's package first on sys.path, as SCons puts it, so that the
-    # patch is on the generator this build runs (a bare `codegen.incremental`
+    # patch is on the generator this build runs (a bare top-level generator
     # was a second copy that the build never called).
     slow = ("import os, sys, time\nsys.path.insert(0, os.path.abspath('site_scons'))\n"
             "import autograd_scons.codegen.engine.incremental as i\n_u = i.update\n"

@@ -4,7 +4,7 @@ These runs use tests/support/fakecxx.sh as the compiler: SCons decides what to
 rebuild exactly as with g++ (same graph, same signatures), the compiler just
 does not spend 20 s per TU.  tests/scons/test_scons_example.py does the same with
 the real compiler and loads the result.  The edit scenarios are the ones
-tests/incremental/test_incremental.py runs on codegen.incremental alone (tests/support/scenarios.py).
+tests/incremental/test_incremental.py runs on codegen.engine.incremental alone (tests/support/scenarios.py).
 """
 
 import os

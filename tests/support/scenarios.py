@@ -1,5 +1,5 @@
 """The edit scenarios on the tiny extension (tests/fixtures/tiny_ext), as data,
-run at two levels: codegen.incremental alone (tests/incremental/test_incremental.py) and
+run at two levels: codegen.engine.incremental alone (tests/incremental/test_incremental.py) and
 `scons` with the stand-in compiler (tests/scons/test_scons_incremental.py).
 
 Each scenario is a list of text substitutions in the two spec files and what

@@ -7,7 +7,7 @@ The SConstruct side names what the stamp must cover:
 
 which, when the build succeeds, writes every file the targets depended on
 (sources, the headers SCons's scanner found, the compiler, the generated
-files), each with its fingerprint (codegen.writer.stat_of) and the digest
+files), each with its fingerprint (codegen.engine.writer.stat_of) and the digest
 SCons built it from, plus `extra` (files read while the SConscripts were
 read: the specs) and the Python modules of the generator and tool.  After
 the build, `write_stamp(path, key, inputs, outputs=[library])` adds the

@@ -13,7 +13,7 @@ pasted into Python source) and calls `install()`.  `install` puts an
 the package from the project's folder, with the build folder's copy of the
 package (the library) also on its `__path__`.
 
-`rebuild` is the machinery `load()` uses (codegen.lock, runner): the
+`rebuild` is the machinery `load()` uses (codegen.build_folder.lock, runner): the
 stamp check first, which needs a stat per input and no SCons (a no-op
 import costs that: docs/shipping.md), then, under the build folder's OS
 lock, SCons.  A failed build raises ImportError with the first compiler

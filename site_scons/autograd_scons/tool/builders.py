@@ -1,6 +1,6 @@
 """SCons tool: `env.AutogradFunctions(outdir, native_functions=..., derivatives=...)`.
 
-Thin glue over `codegen.incremental`.  Generation happens while the
+Thin glue over `codegen.engine.incremental`.  Generation happens while the
 SConscripts are read (write-if-changed, manifest fast path), and the
 generated translation units (unity buckets, and the units compiled on their
 own: see codegen/engine/layout.py) are returned as plain source nodes: SCons then

@@ -28,7 +28,7 @@ _OBJECT_SUFFIXES = (".o", ".os", ".obj")
 @dataclass
 class Record:
     out: Any                      # the output folder's Dir node
-    result: Any                   # its codegen.incremental.Result
+    result: Any                   # its codegen.engine.incremental.Result
     note: Optional[str] = None    # said instead of the compile counts (the library's fast path)
 
 

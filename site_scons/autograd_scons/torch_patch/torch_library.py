@@ -48,10 +48,6 @@ class ElfError(Error, ValueError):
     """The file is not a 64-bit little-endian ELF shared object this reads."""
 
 
-def apply_symbol(cls: str) -> str:
-    return f"_Z{_NESTED}{len(cls)}{cls}{_APPLY_SUFFIX}"
-
-
 def vtable_symbol(cls: str) -> str:
     return f"_ZTV{_NESTED}{len(cls)}{cls}E"
 
