@@ -135,10 +135,29 @@ def _build_and_load(request, folder, root, verbose, timeout, inline=None):
         digests = _digests(stamp_path)
         # (read as the generator reads the file, which the build just accepted)
         op_namespace = first_op_namespace(request.native_functions)
-        torch.ops.load_library(library)
+        try:
+            torch.ops.load_library(library)
+        except OSError as e:   # the library's own line (a registration it refused: load_check.h), not torch's
+            refused = _refusal(e)
+            if refused is not None:
+                raise LoadError(f"{label}: {refused}") from None
+            raise
     namespace = getattr(torch.ops, op_namespace)
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace
+
+
+def _refusal(error: BaseException) -> Optional[str]:
+    """The line of a library that refused to load (load_check.h: an
+    ImportError raised as dlopen returned), in the chain torch and ctypes
+    wrap it in (OSError from SystemError from it), or None."""
+    seen = 0
+    cause: Optional[BaseException] = error
+    while cause is not None and seen < 8:
+        if isinstance(cause, ImportError) and str(cause).startswith("autograd_functions: "):
+            return str(cause)
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
 
 
 def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose, label, lock) -> None:

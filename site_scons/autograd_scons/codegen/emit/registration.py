@@ -32,18 +32,19 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
     """`unit`'s registration: its schema, and each (dispatch key, kernel) of `impls`."""
     f = unit.func
     ns = string_literal(f.namespace)
-    libs = [f"  static torch::Library def_lib(torch::Library::FRAGMENT, {ns}, std::nullopt, __FILE__, __LINE__);"]
-    calls = [f"    def_lib.def({string_literal(str(f.func))});"]
+    libs = [f"      static torch::Library def_lib(torch::Library::FRAGMENT, {ns}, std::nullopt, __FILE__, __LINE__);"]
+    calls = [f"      def_lib.def({string_literal(str(f.func))});"]
     for key, fn in impls:
-        lib = [f"  static torch::Library {key}_lib(torch::Library::IMPL, {ns}, c10::DispatchKey::{key}, "
+        lib = [f"      static torch::Library {key}_lib(torch::Library::IMPL, {ns}, c10::DispatchKey::{key}, "
                "__FILE__, __LINE__);"]
-        call = [f"    {key}_lib.impl({string_literal(str(f.func.name))}, TORCH_FN({fn}));"]
+        call = [f"      {key}_lib.impl({string_literal(str(f.func.name))}, TORCH_FN({fn}));"]
         if key == "CUDA":
             lib, call = _unless_without_cuda(lib), _unless_without_cuda(call)
         libs += lib
         calls += call
     # (the holes are at column 0: the CUDA guards are preprocessor lines)
-    return _REGISTRATION.lines(ns=opts.ns, stem=unit.stem, libraries=libs, calls=calls)
+    return _REGISTRATION.lines(ns=opts.ns, stem=unit.stem, libraries=libs, calls=calls,
+                               op=string_literal(f"{f.namespace}::{f.func}"))
 
 
 def _unless_without_cuda(lines: list[str]) -> list[str]:

@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from ..errors import FormulaError
 from ..tree import op_file
 from .autograd import DifferentiabilityInfo
-from .cpp import argument_type, return_type
+from .cpp import OPTIONAL_TENSOR, ConstRefCType, argument_type, return_type
 from .native import NativeFunction
-from .schema import OUT, Argument, is_tensor_like
+from .schema import OUT, Argument, ListType, OptionalType, is_tensor_like
 
 CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char
 char8_t char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
@@ -70,15 +71,16 @@ class KernelUnit:
         return self.info if self.info is not None and self.info.op else None
 
     def inputs_without_formula(self) -> list[str]:
-        """The tensor inputs (not out=) that the info gives no formula and does
-        not mark non_differentiable: legal, as in ATen, and checked at run time
-        (ATen also leaves out an input named `output`)."""
+        """The tensor inputs (not out=, not written: emit/kernels.py checks
+        those) that the info gives no formula and does not mark
+        non_differentiable: legal, as in ATen, and checked at run time (ATen
+        also leaves out an input named `output`)."""
         info = self.info
         if info is None:
             return []
         with_formula = {b.name for b in info.args_with_derivatives}
         return [a.name for a in self.func.func.arguments.flat_non_out
-                if is_tensor_like(a.type) and a.name not in with_formula
+                if is_tensor_like(a.type) and not a.is_write and a.name not in with_formula
                 and a.name not in info.non_differentiable_arg_names and a.name != "output"]
 
     def uses_autograd_fallback(self) -> bool:
@@ -91,10 +93,29 @@ class KernelUnit:
         return self.info is None and self.func.func.kind() != OUT
 
 
+def _no_kernel_type(t, returned: bool) -> Optional[str]:
+    """Why no C++ kernel can take schema type `t` (no registration does:
+    GraphModule is Python's; an ArrayRef cannot hold references), or None."""
+    if t.base() == "GraphModule":
+        return "'GraphModule' is a Python object, which no C++ kernel receives"
+    if str(t) == "Generator" and returned:
+        return ("a 'Generator' return has no kernel type: the dispatcher types a returned at::Generator as "
+                "'Generator?': return 'Generator?'")
+    if isinstance(t, ListType) and str(t.elem) == "Scalar?":
+        return ("'Scalar?[]' has no C++ kernel type (the dispatcher passes no list of optional Scalars): use "
+                "'Scalar[]' or 'float?[]'")
+    return None
+
+
 def dispatcher_signature(f: NativeFunction) -> tuple[str, list[str]]:
     """The dispatcher's C++ return type and parameter types of `f`: what a
-    hand-written kernel of it is declared as."""
+    hand-written kernel of it is declared as.  Raises FormulaError for a
+    type no kernel can take."""
     fs = f.func
+    for t, returned in [(a.type, False) for a in fs.schema_order_arguments()] + [(r.type, True) for r in fs.returns]:
+        why = _no_kernel_type(t, returned)
+        if why is not None:
+            raise FormulaError(why)
     params = [parameter_type(f, a) for a in fs.schema_order_arguments()]
     rets = [return_type(r, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors).cpp_type()
             for r in fs.returns]
@@ -103,7 +124,14 @@ def dispatcher_signature(f: NativeFunction) -> tuple[str, list[str]]:
 
 
 def parameter_type(f: NativeFunction, a: Argument) -> str:
-    """The dispatcher's (faithful) C++ type of one argument."""
+    """The dispatcher's (faithful) C++ type of one argument.  A written
+    optional tensor (`Tensor(a!)?`, as torch.library's custom ops declare
+    an optional argument they mutate) is passed as the dispatcher passes
+    every optional tensor, `const std::optional<at::Tensor> &` (torchgen's
+    C++ API passes it as a plain `Tensor &`, a type the dispatcher refuses
+    for this schema at registration)."""
+    if a.is_write and isinstance(a.type, OptionalType) and str(a.type.elem) == "Tensor":
+        return ConstRefCType(OPTIONAL_TENSOR).cpp_type()
     return argument_type(a.type, mutable=a.is_write, const_ref_for_mutable=f.use_const_ref_for_mutable_tensors,
                          ilistref=f.part_of_structured_group).cpp_type()
 

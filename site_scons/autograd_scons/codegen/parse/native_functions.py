@@ -10,10 +10,11 @@ import re
 import string
 from typing import Optional, Sequence
 
-from ..errors import SpecError
+from ..errors import FormulaError, SpecError
 from ..model.schema import (FUNCTIONAL, INPLACE, MUTABLE, OUT, Annotation, Argument, Arguments,
                     BaseType, FunctionSchema, OperatorName, Return, SchemaError,
                     check_name, is_tensor_like)
+from ..model.extension_op import dispatcher_signature
 from ..model.native import _CIA, NativeFunction, NativeSpec, ViewGroup
 from .extension_keys import parse_dispatch, parse_view
 from .yaml_io import Entry, load_entries, read_text
@@ -129,6 +130,10 @@ def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeF
         dispatch_keys=frozenset(keys), raw=d)
     if namespace == "aten":
         return f
+    try:   # an extension op's kernels are declared with it: every type must have a C++ spelling
+        dispatcher_signature(f)
+    except FormulaError as ex:
+        raise err(f"its kernels cannot be declared: {ex}", "func") from None
     ext_dispatch = parse_dispatch(path, e, namespace, func)
     return dataclasses.replace(f, dispatch=ext_dispatch,
                                view=parse_view(path, e, namespace, func, f.returns_view, ext_dispatch))

@@ -37,6 +37,21 @@ static void report(const std::string& message) {
   }
 }
 
+void refuse_registration(const char* op, const std::exception& error) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
+  const std::string text = c10_error ? c10_error->what_without_backtrace() : error.what();
+  // The first line, and the dispatcher's reason where it gives one.
+  std::string why = text.substr(0, text.find('\n'));
+  const size_t reason = text.find("reason: ");
+  if (reason != std::string::npos) {
+    why += " " + text.substr(reason, text.find('\n', reason) - reason);
+  }
+  if (refusal().empty()) {
+    refusal() = "autograd_functions: " + this_library() + " cannot register " + op + ": " + why;
+    report(refusal());
+  }
+}
+
 bool claim(const std::type_info& type, const char* cls) {
   static std::vector<c10::RegistrationHandleRAII> markers;
   const std::string me = this_library();

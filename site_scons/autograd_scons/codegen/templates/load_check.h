@@ -28,6 +28,10 @@ std::string& refusal();
 // of each Function's file calls it.
 bool claim(const std::type_info& type, const char* cls);
 
+// An op's registration that threw: the library is refused (an ImportError
+// where Python loads it), never std::terminate from its static initialiser.
+void refuse_registration(const char* op, const std::exception& error);
+
 // First in every entry point of a Function: a refused library computes nothing.
 inline void check_loaded() {
   TORCH_CHECK(refusal().empty(), refusal());
