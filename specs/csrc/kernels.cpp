@@ -8,6 +8,8 @@
 #include <tuple>
 #include <vector>
 
+#include "myops/backward_helpers.h"
+#include "ops/myops__segment_mean.h"
 #include "ops/myops_affine.h"
 #include "ops/myops_band.h"
 #include "ops/myops_block_sum.h"
@@ -20,9 +22,11 @@
 #include "ops/myops_prod_diff.h"
 #include "ops/myops_row_sum.h"
 #include "ops/myops_rows.h"
+#include "ops/myops_running_sum.h"
 #include "ops/myops_scale.h"
 #include "ops/myops_scale_.h"
 #include "ops/myops_scale_out.h"
+#include "ops/myops_segment_mean.h"
 #include "ops/myops_sincos_sign.h"
 #include "ops/myops_soft_clip.h"
 #include "ops/myops_sq_norm.h"
@@ -225,7 +229,31 @@ at::Tensor block_sum_backward_meta(const at::Tensor& grad_output, c10::SymInt bl
   return at::empty_symint(shape, grad_output.options());
 }
 
+// A written optional argument: the dispatcher passes it as an optional,
+// whose tensor the kernel writes in place (at::Tensor's methods are const).
+at::Tensor running_sum(const at::Tensor& src, const std::optional<at::Tensor>& total) {
+  at::Tensor sum = src.sum(0);
+  if (total.has_value() && total->defined()) {
+    total->add_(sum);
+  }
+  return sum;
+}
+
+// The mean of each segment, and the count that the backward reuses.
+std::tuple<at::Tensor, at::Tensor> _segment_mean(const at::Tensor& src, const at::Tensor& index,
+                                                 c10::SymInt num_segments) {
+  at::Tensor ones = at::ones_symint({src.sym_size(0)}, src.options());
+  at::Tensor count = at::zeros_symint({num_segments}, src.options()).index_add(0, index, ones);
+  return {myops::segment_sum(src, index, num_segments) / myops::per_segment(count, src.dim()), count};
+}
+
 // CompositeImplicitAutograd: differentiated through what it calls.
+
+// The users' op: the mean alone, from the internal op (through its caller,
+// so the dispatcher, and with it _segment_mean's Autograd kernel, runs).
+at::Tensor segment_mean(const at::Tensor& src, const at::Tensor& index, c10::SymInt num_segments) {
+  return std::get<0>(myops::_segment_mean(src, index, num_segments));
+}
 
 at::Tensor sq_norm(const at::Tensor& self) {
   return (self * self).sum();

@@ -52,13 +52,17 @@ def samples(ops):
         "rows_copy": ((_g(3, 4),), {}),
         "block_sum": ((_g(3, 4), 2), {}),
         "block_sum_backward": ((_g(3, 2), 2), {}),
+        "running_sum": ((_g(3, 4),), {}),
+        "running_sum_total": ((_g(3, 4), torch.zeros(4, **D)), {}),
+        "_segment_mean": ((_g(3, 4), torch.tensor([1, 0, 1]), 3), {}),
+        "segment_mean": ((_g(3, 4), torch.tensor([1, 0, 1]), 3), {}),
     }
 
 
 OPS = ["bmul", "scale", "scale_", "scale.out", "row_sum", "affine", "stack_sum", "sincos_sign", "myexp",
        "gather_rows", "soft_clip", "cube", "masked_scale", "sq_norm", "prod_diff", "sum_as", "band", "band_copy",
-       "rows", "rows_copy", "block_sum", "block_sum_backward"]
-SAMPLES = OPS + ["affine_no_bias", "band_below"]
+       "rows", "rows_copy", "block_sum", "block_sum_backward", "running_sum", "_segment_mean", "segment_mean"]
+SAMPLES = OPS + ["affine_no_bias", "band_below", "running_sum_total"]
 
 
 def overload(ops, name):
@@ -69,7 +73,7 @@ def overload(ops, name):
 @pytest.mark.compile
 @pytest.mark.parametrize("name", SAMPLES)
 def test_opcheck_every_default_test_succeeds(ops, name):
-    op = overload(ops, name.replace("_no_bias", "").replace("_below", ""))
+    op = overload(ops, name.replace("_no_bias", "").replace("_below", "").replace("_total", ""))
     args, kwargs = samples(ops)[name]
     result = torch.library.opcheck(op, args, kwargs)
     assert set(result) == {"test_schema", "test_autograd_registration", "test_faketensor",

@@ -35,6 +35,7 @@ def _x():
 # op -> (ours, the same with built-in ops, primals); every op with forward formulas.
 def jvp_cases(ops):
     w, b, mask = torch.randn(4, **D), torch.randn(4, **D), torch.rand(3, 4, **D)
+    seg = torch.tensor([1, 0, 1])
     return {
         "bmul": (ops.bmul, torch.mul, (_x(), w)),
         "scale": (lambda a: ops.scale(a, 2.5), lambda a: a * 2.5, (_x(),)),
@@ -57,6 +58,11 @@ def jvp_cases(ops):
         "block_sum": (lambda a: ops.block_sum(a, 2), lambda a: a.reshape(3, 2, 2).sum(-1), (_x(),)),
         "block_sum_backward": (lambda g: ops.block_sum_backward(g, 2), lambda g: g.repeat_interleave(2, -1),
                                (_x(),)),
+        "running_sum": (ops.running_sum, lambda a: a.sum(0), (_x(),)),
+        # the tangent divided by the forward's own counts
+        "segment_mean": (lambda a: ops.segment_mean(a, seg, 3),
+                         lambda a: torch.zeros(3, 4, **D).index_add(0, seg, a)
+                         / torch.tensor([1.0, 2.0, 1.0], **D).unsqueeze(-1), (_x(),)),
     }
 
 
@@ -158,7 +164,7 @@ def test_op_without_forward_formula_refuses_a_dual_tensor_naming_the_op(ops, op,
 # Every Function (tests/example/test_example_coverage.py checks that).
 GRADGRAD = ["bmul", "scale", "row_sum", "affine", "affine_no_bias", "stack_sum", "sincos_sign", "myexp",
             "gather_rows", "soft_clip", "cube", "masked_scale", "prod_diff", "sum_as", "band", "band_copy", "rows",
-            "rows_copy", "block_sum", "block_sum_backward"]
+            "rows_copy", "block_sum", "block_sum_backward", "running_sum", "segment_mean"]
 
 
 @pytest.mark.compile

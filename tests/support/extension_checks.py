@@ -26,6 +26,7 @@ def cases(ops):
     x, y, w, b, z = leaf(3, 4), leaf(4), leaf(4), leaf(4), leaf(3, 4)
     idx = torch.tensor([2, 0, 2])
     mask = torch.rand(3, 4, **D)
+    seg = torch.tensor([1, 0, 1])
     return {
         "bmul": (ops.bmul, torch.mul, (x, y), "BmulBackward0"),
         "scale": (lambda a: ops.scale(a, 2.5), lambda a: a * 2.5, (x,), "ScaleBackward0"),
@@ -65,6 +66,15 @@ def cases(ops):
         "block_sum": (lambda a: ops.block_sum(a, 2), lambda a: a.reshape(3, 2, 2).sum(-1), (x,), "BlockSumBackward0"),
         "block_sum_backward": (lambda g: ops.block_sum_backward(g, 2), lambda g: g.repeat_interleave(2, -1), (x,),
                                "BlockSumBackwardBackward0"),
+        # a written optional argument (none given, then one), which gets no gradient
+        "running_sum": (ops.running_sum, lambda a: a.sum(0), (x,), "RunningSumBackward0"),
+        "running_sum_total": (lambda a: ops.running_sum(a, torch.zeros(4, **D)), lambda a: a.sum(0), (x,),
+                              "RunningSumBackward0"),
+        # a saved intermediate: the count, an output of the internal op, used by its backward;
+        # segment 2 is empty (its mean is zero)
+        "segment_mean": (lambda a: ops.segment_mean(a, seg, 3),
+                         lambda a: torch.zeros(3, 4, **D).index_add(0, seg, a)
+                         / torch.tensor([1.0, 2.0, 1.0], **D).unsqueeze(-1), (x,), "SegmentMeanBackward0"),
     }
 
 

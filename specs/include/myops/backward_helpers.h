@@ -96,4 +96,19 @@ inline at::Tensor rows_backward(const std::vector<at::Tensor>& grads, c10::SymIn
   return at::stack(rows, 0);
 }
 
+// segment_mean's: the rows of `values` summed per segment (`index` gives
+// each row's), and a segment's count shaped to divide such sums (an empty
+// segment counts as one: its mean is zero).
+inline at::Tensor segment_sum(const at::Tensor& values, const at::Tensor& index, const c10::SymInt& num_segments) {
+  std::vector<c10::SymInt> shape = values.sym_sizes().vec();
+  shape[0] = num_segments;
+  return at::zeros_symint(shape, values.options()).index_add(0, index, values);
+}
+
+inline at::Tensor per_segment(const at::Tensor& count, int64_t dim) {
+  std::vector<int64_t> shape(static_cast<size_t>(dim), 1);
+  shape[0] = -1;
+  return count.clamp_min(1).reshape(shape);
+}
+
 }  // namespace myops

@@ -147,14 +147,15 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
     inplace = kind == INPLACE
     diff = ", ".join(b.name for b in info.args_with_derivatives)
     options = "options" in _names_used(info.all_saved_inputs) and fs.arguments.tensor_options_index is not None
+    written = [a for a in fs.schema_order_arguments() if a.is_write and not (inplace and a.name == "self")]
     out += load("op_grad_fn.cpp").lines(
         differentiable=diff, function=info.function,
         inplace_check=load("op_check_inplace.cpp").lines() if inplace else [],
-        input_checks=unchecked_input_checks(unit, info),
+        input_checks=unchecked_input_checks(unit, info) + _written_checks(fs, written),
         options=load("op_tensor_options.cpp").lines() if options else [],
         save=_save(info.all_saved_inputs, is_output=False, inplace=inplace)
         + [f"grad_fn->{b.name}_size_ = {b.name}.size();" for b in info.args_with_derivatives if b.ctype.is_tensor_list])
-    out += call
+    out += call + _written_versions(written)
     if inplace:
         out += load("op_inplace_history.cpp").lines(save=_save(info.all_saved_outputs, is_output=True, inplace=True))
         return out + fw.after + ([_return(fs)] if fs.returns else [])
@@ -167,7 +168,7 @@ def _body(unit: KernelUnit, info: Optional[DifferentiabilityInfo], params: list[
     out += load("op_history.cpp").lines(
         results=results, save=_save(info.all_saved_outputs, is_output=True, inplace=False),
         set_history=[f"set_history(flatten_tensor_args({', '.join(douts)}), grad_fn);"] if douts else [])
-    return out + fw.after + [_RETURN_RESULT]
+    return out + fw.after + ([_RETURN_RESULT] if ret != "void" else [])
 
 
 def unchecked_input_checks(unit: KernelUnit, info: DifferentiabilityInfo) -> list[str]:
@@ -191,9 +192,40 @@ def _plain_body(unit: KernelUnit, call: list[str], ret: str) -> list[str]:
         what = "functions with out=... arguments don't support automatic differentiation" if kind == OUT \
             else "has no derivative formula"
         out += load("op_refuse_grad.cpp").lines(args=", ".join(tensor_args), op=str(fs.name), what=what)
-    out += call
-    out += [f"increment_version({a.name});" for a in args if a.is_write]
+    out += call + _written_versions([a for a in args if a.is_write])
     return out if ret == "void" else out + [_return(fs)]
+
+
+def _written(a) -> tuple[str, str]:
+    """(whether a written argument was passed, the tensor): a written
+    optional tensor (`Tensor(a!)?`) may be None."""
+    if str(a.type) == "Tensor?":
+        return f"{a.name}.has_value() && {a.name}->defined()", f"(*{a.name})"
+    return f"{a.name}.defined()", a.name
+
+
+def _written_checks(fs, written) -> list[str]:
+    """Before the call: a written argument other than an in-place op's
+    self gets no history (no formula can give its new value one), so it
+    may not require grad; and ATen's checks of a tensor written in place."""
+    op = f"{fs.name}"
+    return [line for a in written if str(a.type) in ("Tensor", "Tensor?")
+            for line in load("op_written_check.cpp").lines(present=_written(a)[0], value=_written(a)[1], op=op,
+                                                          name=a.name)]
+
+
+def _written_versions(written) -> list[str]:
+    """After the call: each written tensor's version counter bumped, so that a
+    value autograd saved before the write is refused when used (`one of the
+    variables needed for gradient computation has been modified by an
+    inplace operation`), as for ATen's written arguments."""
+    out = []
+    for a in written:
+        if str(a.type) in ("Tensor", "Tensor?"):
+            out += load("op_written_version.cpp").lines(present=_written(a)[0], value=_written(a)[1])
+        else:   # a written list: each element
+            out += load("op_written_list_version.cpp").lines(name=a.name)
+    return out
 
 
 def _return(fs) -> str:

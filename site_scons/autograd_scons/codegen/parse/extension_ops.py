@@ -16,10 +16,10 @@ import re
 from typing import Iterable, Sequence
 
 from ..errors import SpecError
-from ..model.autograd import DifferentiabilityInfo, written_as
+from ..model.autograd import DifferentiabilityInfo, uses_ident, written_as
 from ..model.extension_op import KernelUnit
 from ..model.native import NativeSpec
-from ..model.schema import FUNCTIONAL, INPLACE
+from ..model.schema import FUNCTIONAL, INPLACE, OUT
 from .extension_keys import view_declaration
 
 # `ns::name(`, not preceded by another `::` part (`ns::native::k(` is the kernel)
@@ -70,6 +70,8 @@ def _check_against_entry(unit: KernelUnit) -> None:
         raise SpecError(f"a CompositeImplicitAutograd op is differentiated through the ops its kernel calls, but "
                         f"derivatives.yaml has an entry for it (line {info.line}): remove one of them",
                         f.file, f.dispatch.line, f"{f.namespace}::{f.func}")
+    if info is not None and info.op:
+        _check_written(unit)
     if f.view is None:
         if not f.generated:   # (a view op's kernels need its view declared: says what to write)
             view_declaration(f.file, lambda key: f.line, f.namespace, f.func, f.returns_view, f.dispatch, None,
@@ -84,6 +86,39 @@ def _check_against_entry(unit: KernelUnit) -> None:
                             f"tangent, which autograd requires of a view's tangent), not "
                             f"'{', '.join(fd.var_names)}: {written_as(fd, info)}'",
                             info.file or None, fd.line or info.line or None, str(info.func.func))
+
+
+def _check_written(unit: KernelUnit) -> None:
+    """An argument the op writes (`Tensor(a!)`, `Tensor(a!)?`; not an
+    in-place op's self, nor an out= argument) gets no history: its new value
+    has no formula, and a value of it saved for the backward would be stale
+    once the op wrote it (autograd refuses it then).  So no formula may be
+    for it or read it."""
+    f, info = unit.func, unit.info
+    assert info is not None
+    fs = f.func
+    if fs.kind() == OUT:
+        return
+    for a in fs.schema_order_arguments():
+        if not a.is_write or (fs.kind() == INPLACE and a.name == "self"):
+            continue
+        spelled = f"{a.type}".replace("Tensor", "Tensor(" + "|".join(a.annotation.alias_set) + "!)", 1) \
+            if a.annotation else str(a.type)
+        for d in info.derivatives:
+            if a.name in d.var_names:
+                raise SpecError(f"formula for '{a.name}': argument '{a.name}' is written by the op ('{spelled}'), "
+                                "and a written argument gets no gradient: its new value has no formula; drop this "
+                                "formula, or declare the argument without '!' if the op only reads it",
+                                info.file or None, d.line or info.line or None, str(info.func.func))
+        formulas = [(d.formula, d.line) for d in info.derivatives] + \
+            [(fd.formula, fd.line) for fd in info.forward_derivatives]
+        for text, line in formulas:
+            if any(uses_ident(text, n) for n in (a.name, f"{a.name}_p", f"{a.name}_t")):
+                raise SpecError(f"a formula uses '{a.name}', which the op writes ('{spelled}'): the value saved "
+                                "before the call would be stale once the op wrote it (autograd would raise 'one of "
+                                "the variables needed for gradient computation has been modified by an inplace "
+                                "operation' at backward); compute what the formula needs from the inputs",
+                                info.file or None, line or info.line or None, str(info.func.func))
 
 
 def caller_table(units: Iterable[KernelUnit]) -> dict[tuple[str, str], str]:

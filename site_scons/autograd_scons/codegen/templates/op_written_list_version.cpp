@@ -1,0 +1,3 @@
+for (const auto& _written : ${name}) {
+  increment_version(_written);
+}

@@ -1,0 +1,3 @@
+if (${present}) {
+  increment_version(${value});
+}
