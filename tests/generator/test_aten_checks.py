@@ -132,3 +132,24 @@ def test_kernel_no_object_defines_is_one_located_line(tmp_path):
         "extension_cpp::native::mul2_cpu(const at::Tensor &" in line, line
     assert "(in namespace extension_cpp::native)" in line
     assert missing_kernels(declared_kernels(list(units.values())), nm[:1]) == []
+
+
+def test_kernel_defined_in_another_namespace_is_one_located_line(tmp_path):
+    """Before the link: the hand-written objects' defined functions (nm -C
+    --defined-only) hold the kernel's name, with its parameter count, outside
+    `<ns>::native`; a helper of that name with other parameters is not it,
+    and nothing is said once `<ns>::native` defines it."""
+    from autograd_scons.codegen.build_folder.kernel_check import misplaced_kernels
+    from autograd_scons.codegen.model.extension_op import declared_kernels
+    native = "- func: nbw::mm2(Tensor a, Tensor b) -> Tensor\n  dispatch:\n    CPU: mm2\n"
+    derivatives = "- name: mm2(Tensor a, Tensor b) -> Tensor\n  a: grad.mm(b.t())\n"
+    declared = declared_kernels(list(units_of(tmp_path, native, derivatives).values()))
+    wrong = {"k.os": ["0000000000000000 T nbw::mm2(at::Tensor const&, at::Tensor const&)",
+                      "0000000000000040 T nbw::detail::mm2(at::Tensor const&)"]}
+    (line,) = misplaced_kernels(declared, wrong)
+    assert line == (f"{tmp_path / 'nf.yaml'}:3: entry 'nbw::mm2': the CPU kernel 'mm2' is defined in namespace nbw "
+                    "(k.os), not in nbw::native, where the op's generated header declares it: define `at::Tensor "
+                    "nbw::native::mm2(const at::Tensor &, const at::Tensor &)` inside `namespace nbw::native { }`")
+    assert misplaced_kernels(declared, {"k.os": wrong["k.os"][1:]}) == []   # another arity: a helper
+    right = {"k.os": wrong["k.os"] + ["0000000000000080 T nbw::native::mm2(at::Tensor const&, at::Tensor const&)"]}
+    assert misplaced_kernels(declared, right) == []

@@ -134,3 +134,61 @@ def test_an_edited_formula_misses_and_the_same_code_hits_the_compile_cache(tmp_p
 
     # loaded before torch (ctypes): the tag waits in the variable torch reads it from on import
     assert run(lib, cache, _BEFORE_TORCH)["tag"] == first["tag"]
+
+
+# The same op, its backward written by a helper of an `includes=` header and
+# its kernel by a helper of the kernel's own header: sources the generated
+# text does not hold.
+_HELPERS_H = """\
+#pragma once
+#include <ATen/ATen.h>
+namespace cachex {
+inline at::Tensor twice_backward(const at::Tensor& grad) { return grad * 2; }
+}  // namespace cachex
+"""
+_KERNEL_H = """\
+#pragma once
+#include <ATen/ATen.h>
+inline at::Tensor doubled(const at::Tensor& self) { return self * 2; }
+"""
+_KERNELS_WITH_HEADER = _KERNELS.replace('#include "ops/cachex_twice.h"', '#include "ops/cachex_twice.h"\n#include "kernel.h"') \
+    .replace("return self * 2;", "return doubled(self);")
+
+
+def write_with_headers(folder):
+    write(folder)
+    os.makedirs(os.path.join(folder, "include", "cachex"))
+    for rel, text in (("include/cachex/helpers.h", _HELPERS_H), ("csrc/kernel.h", _KERNEL_H),
+                      ("csrc/kernels.cpp", _KERNELS_WITH_HEADER),
+                      ("derivatives.yaml", DERIVATIVES.replace("grad * 2", "cachex::twice_backward(grad)")),
+                      ("SConscript", _SCONSCRIPT.replace('derivatives="derivatives.yaml",',
+                                                         'derivatives="derivatives.yaml", '
+                                                         'includes=["cachex/helpers.h"],')
+                       .replace("env = env.Clone()", 'env = env.Clone()\nenv.Append(CPPPATH=["include"])'))):
+        with open(os.path.join(folder, rel), "w") as f:
+            f.write(text)
+    return folder
+
+
+def test_every_source_of_the_library_is_in_the_tag(tmp_path):
+    """An edit of an `includes=` header (the backward's helper), of the
+    kernel's source and of a header it includes: each time a new process
+    sharing the cache directory gets the new build's gradient (the tag
+    changed), never the backward the cache holds from the build before
+    (issue 52: the `includes=` header's edit gave the old gradient, exit 0)."""
+    src, cache, out = write_with_headers(str(tmp_path / "src")), str(tmp_path / "inductor-cache"), str(tmp_path / "b")
+    lib, _ = build(src, out)
+    before = run(lib, cache)
+    assert close(before["compiled"], before["eager"]), before
+    edits = [("include/cachex/helpers.h", "return grad * 2;", "return grad * 6;"),
+             ("csrc/kernels.cpp", "return doubled(self);", "return doubled(self) * 1.5;"),
+             ("csrc/kernel.h", "return self * 2;", "return self * 4;")]
+    for rel, old, new in edits:
+        edit(os.path.join(src, rel), old, new)
+        _, objects = build(src, out)
+        assert "cache_key.os" in objects, (rel, objects)
+        after = run(lib, cache)
+        assert after["tag"] != before["tag"], rel
+        assert not close(after["eager"], before["eager"]), rel   # the edit changed the gradient
+        assert close(after["compiled"], after["eager"]), (rel, after)
+        before = after

@@ -179,3 +179,30 @@ def test_an_edit_does_not_rebuild_the_pch(proj):
     out = run(root, pch)
     assert compiled(out) == ["ScaleBackward0.os", "cache_key.os"]
     assert not any("-x c++-header" in line for line in out.splitlines())
+
+
+def test_an_included_header_edit_rebuilds_past_the_stamp(tmp_path):
+    """The stamp knows the specs and what was generated (the manifest); an
+    `includes=` header is neither: it records every source and header the
+    objects were compiled from, and a header edit declares the graph and
+    recompiles what includes it (it once matched and kept the old library,
+    exit 0).  The library's digest for torch.compile's caches changes too."""
+    root = make(tmp_path)
+    text = open(os.path.join(root, "SConstruct")).read()
+    text = text.replace("unity=0,", 'unity=0, includes=["helpers.h"],').replace(
+        'env.Replace(LINK="$CXX")', 'env.Replace(LINK="$CXX")\nenv.Append(CPPPATH=["inc"])')
+    with open(os.path.join(root, "SConstruct"), "w") as f:
+        f.write(text)
+    os.makedirs(os.path.join(root, "inc"))
+    header = os.path.join(root, "inc", "helpers.h")
+    with open(header, "w") as f:
+        f.write("// helpers, first version\n")
+    run(root, "-j2")
+    digest = os.path.join(root, "build", "gen", "cache_key.cpp")
+    first = open(digest).read()
+    assert SKIPPED in run(root)   # unchanged: the free no-op
+    with open(header, "w") as f:
+        f.write("// helpers, edited\n")
+    out = run(root)
+    assert SKIPPED not in out and set(FUNCTIONS) <= {o[:-3] for o in compiled(out)} and linked(out)
+    assert open(digest).read() != first

@@ -57,6 +57,7 @@ from autograd_scons.tool import compat
 from autograd_scons.tool import launcher
 from autograd_scons.tool import override
 from autograd_scons.tool import pch
+from autograd_scons.tool import build_digest
 from autograd_scons.tool import closing_report
 from autograd_scons.tool import library_stamp
 from autograd_scons.tool.pch import PCHCOM, compiler_family, never_run, pch_objects
@@ -75,7 +76,7 @@ def _fail(message):
 
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
-_TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override,
+_TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override, build_digest,
                                                  pch, pch.pch_compilers, closing_report)]
 
 
@@ -113,8 +114,9 @@ def AutogradFunctions(env, outdir, native_functions=None, derivatives=None, pch_
     nodes, result, _ = _generate(env, outdir, request, others=len(pch_sources))
     out = _no_duplicate(env.Dir(outdir))
     objects = _compiled(env, out, request, result, nodes, pch_sources)
-    return override.overridden(env, out, result, objects[:len(nodes)], _no_duplicate) + \
-        objects[len(nodes):]
+    objects = override.overridden(env, out, result, objects[:len(nodes)], _no_duplicate) + objects[len(nodes):]
+    build_digest.declare(env, out, nodes, result, objects)
+    return objects
 
 
 _OPTIONS = frozenset(inspect.signature(FunctionsRequest.of).parameters) - {"cls", "native_functions",
@@ -164,7 +166,7 @@ def _generate(env, outdir, request, others=0):
         result = incremental.update(out.abspath, dataclasses.replace(request, native_functions=nf, derivatives=d,
                                                                      tags=tags),
                                     jobs=int(SCons.Script.GetOption("num_jobs")), others=others, dry_run=dry,
-                                    override=override.can_override(env))
+                                    override=override.can_override(env), build_digest=True)
     except (SpecError, OSError) as e:
         if made:  # bad input on a first build leaves no folder behind
             remove_made_folder(out.abspath)
@@ -178,8 +180,8 @@ def _generate(env, outdir, request, others=0):
     if dry:
         # `-n` wrote nothing: a TU this run would create (an edit TU, a new
         # unit's) is shown as generated, so SCons can say what compiles.
-        for n in nodes:
-            if not n.exists():
+        for n, tu in zip(nodes, result.tus):
+            if not n.exists() and tu.kind is not TUKind.CACHE_KEY:   # (the digest's own Command writes that)
                 env.Command(n, [], SCons.Action.Action(never_run, "would generate $TARGET"))
     alias = env.subst("$AUTOGRAD_GENERATE_ALIAS")
     if alias and not dry:
@@ -202,12 +204,32 @@ def _shared_library(env, *args, **kw):
     signature: nothing relinks for it)."""
     lib = env["BUILDERS"]["SharedLibrary"](env, *args, **kw)
     sources = [str(getattr(s, "abspath", s)) for n in lib for s in n.sources]
+    build_digest.with_library(env, [s for n in lib for s in n.sources])
     folders = sorted({k for k in _DECLARED_KERNELS for s in sources if s.startswith(k + os.sep)})
     if folders:
         declared = [k for f in folders for k in _DECLARED_KERNELS[f]]
+        own = [s for n in lib for s in n.sources
+               if not any(str(s.abspath).startswith(f + os.sep) for f in _DECLARED_KERNELS)]
+        env.AddPreAction(lib[:1], SCons.Action.Action(
+            lambda target, source, env: _check_placement(target, own, declared), None))
         env.AddPostAction(lib[:1], SCons.Action.Action(
             lambda target, source, env: _check_kernels(target, declared), None))
     return lib
+
+
+def _check_placement(target, own, declared):
+    """Before the link: a declared kernel that a hand-written object defines
+    in another namespace than `<ns>::native` (codegen/build_folder/kernel_check.py)."""
+    from autograd_scons.codegen.build_folder.kernel_check import defined_functions, misplaced_kernels
+    defined = {}
+    for obj in own:
+        lines = defined_functions(obj.abspath)
+        if lines:
+            defined[obj.abspath] = lines
+    found = misplaced_kernels(declared, defined)
+    if found:
+        raise SCons.Errors.BuildError(node=target[0], errstr=found[0], exitstatus=2)
+    return 0
 
 
 def _check_kernels(target, declared):
@@ -250,6 +272,7 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
             return SCons.Util.NodeList([lib_file])
     objects = override.overridden(env, out, result, SCons.Util.NodeList(
         _compiled(env, out, request, result, nodes, plain=lambda n: env.SharedObject(n)[0])), _no_duplicate)
+    build_digest.declare(env, out, nodes, result, objects)
     lib = env.SharedLibrary(target, objects)
     env.Clean(lib, env.File(stamp_path))
     if result is not None and not SCons.Script.GetOption("no_exec"):
@@ -258,7 +281,8 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
         if key is None and not env.get("SHLIBVERSION"):
             key = library_stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
         if key is not None:
-            library_stamp.write_later(stamp_path, key, lib[0], [os.path.join(out.abspath, r) for r in objects_rel])
+            library_stamp.write_later(stamp_path, key, lib[0], [os.path.join(out.abspath, r) for r in objects_rel],
+                                      out.abspath)
     return lib
 
 
@@ -280,7 +304,7 @@ def generate(env):
     env.AddMethod(_shared_library, "SharedLibrary")
     env.AddMethod(AutogradFunctions, "AutogradFunctions")
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
-    env.SetDefault(AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
+    env.SetDefault(AUTOGRAD_DIGESTCOMSTR="Digest of the library's inputs: $TARGET", AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
                    AUTOGRAD_PRELUDE_DIR="", AUTOGRAD_SHAREDPCHCOMSTR="Shared precompiled prelude: $TARGET",
                    # Weak symbols in ELF objects (codegen/build_folder/weaken.py); Mach-O's and COFF's
                    # are not attempted: their buckets are rewritten.

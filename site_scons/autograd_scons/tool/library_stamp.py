@@ -4,9 +4,12 @@ After a successful build, `<library>.autograd-stamp` records a key of the
 library's inputs (the generation manifest, hence the specs, generator,
 options, layout and every generated file's stat; the compile, link and PCH
 command lines as SCons signs them; the compiler's and linker's stat;
-libraries found in LIBPATH; SCons and the tool) and the stat of the library
-and of each object.  When the next run finds the same key and stats,
-nothing can need rebuilding, and the per-op graph need not be declared.
+libraries found in LIBPATH; SCons and the tool), the stat of the library
+and of each object, and the stat of every source and header the objects
+were compiled from outside the generated folder (an `includes=` header:
+the manifest knows only the specs and what it generated).  When the next
+run finds the same key and stats, nothing can need rebuilding, and the
+per-op graph need not be declared.
 """
 
 import atexit
@@ -18,6 +21,7 @@ import SCons.Node
 import SCons.Script
 import SCons.Subst
 
+from autograd_scons.tool.build_digest import source_files
 from autograd_scons.codegen.engine.keys import digest
 from autograd_scons.codegen.tree import MANIFEST
 from autograd_scons.codegen.engine.writer import stat_of, write_atomic
@@ -86,32 +90,36 @@ def matches(path, key, lib, out_dir, objects_rel):
             stamp = json.load(f)
         if stamp["key"] != key or stamp["lib"] != stat_of(lib):
             return False
-        objects = stamp["objects"]
+        objects, inputs = stamp["objects"], stamp["inputs"]
         return (len(objects) == len(objects_rel) and
-                all(objects[i] == stat_of(os.path.join(out_dir, r)) for i, r in enumerate(objects_rel)))
+                all(objects[i] == stat_of(os.path.join(out_dir, r)) for i, r in enumerate(objects_rel)) and
+                all(stat_of(path) == st for path, st in inputs))
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
 
-def write_later(path, key, lib, objects):
+def write_later(path, key, lib, objects, out_dir):
     """Write the stamp at exit, if the whole build succeeded."""
     if not _pending:
         atexit.register(_write_all)
-    _pending.append((path, key, lib, objects))
+    _pending.append((path, key, lib, objects, out_dir))
 
 
 def _write_all():
     # At exit, after SCons saved its database.
     if SCons.Script.GetBuildFailures():
         return
-    for path, key, lib, objects in _pending:
+    for path, key, lib, objects, out_dir in _pending:
         if lib.get_state() not in (SCons.Node.executed, SCons.Node.up_to_date):
             continue
         stats = [stat_of(o) for o in objects]
         lib_stat = stat_of(lib.abspath)
+        inputs = sorted(p for p in (f.get_abspath() for f in source_files(lib))
+                        if not p.startswith(out_dir + os.sep))
         if lib_stat is None or None in stats:
             continue
         try:
-            write_atomic(path, json.dumps({"key": key, "lib": lib_stat, "objects": stats}).encode())
+            write_atomic(path, json.dumps({"key": key, "lib": lib_stat, "objects": stats,
+                                           "inputs": [[p, stat_of(p)] for p in inputs]}).encode())
         except OSError:
             pass  # no stamp: the next run declares the graph, which is always right

@@ -6,12 +6,18 @@ name: the C++ behind one of ours is in no key.  After a formula edit a
 fresh process would be served the backward traced through the old formula
 (the old gradient, exit status 0).  Every one of torch's compile caches
 also keys by `torch.compiler.config.cache_key_tag`: when a library loads,
-it adds the digest of its generated code to that tag
+it adds the digest of what it was built from to that tag
 (templates/cache_tag.cpp, defined in support.cpp), whichever way it is
 loaded (`torch.ops.load_library`, load(), a wheel's package), and adds
 nothing in a process without Python.
 
-The digest is of the text of every file the library is compiled from but
+Built by the SCons tool (`scons`, load(), the backend), the digest is the
+tool's, written at build time: every source and header of the library as
+SCons's scanner finds them (the `includes=` headers and the hand-written
+kernels too, which a formula's backward may call), the flags and the
+compiler (site_scons/autograd_scons/tool/build_digest.py).  Generated alone
+(`python -m autograd_scons generate`), the digest is of the text of every
+generated file the library is compiled from but
 the unity files (an arrangement of the units' text: the same code in
 another layout is the same library), `derivative_lines.h` (yaml paths and
 line numbers, which only debug information sees) and this file: so an
@@ -50,7 +56,13 @@ def library_digest(files: Iterable[tuple[str, bytes]]) -> str:
 
 
 def render_cache_key(files: Iterable[tuple[str, bytes]]) -> dict[str, str]:
-    return {CACHE_KEY_CPP: load("cache_key.cpp").substitute(banner=BANNER, digest=library_digest(files))}
+    return {CACHE_KEY_CPP: cache_key_source(library_digest(files))}
+
+
+def cache_key_source(digest: str) -> str:
+    """cache_key.cpp holding `digest` (the SCons tool writes it with its own
+    digest of every input of the library: tool/build_digest.py)."""
+    return load("cache_key.cpp").substitute(banner=BANNER, digest=digest)
 
 
 def cache_tag_definitions(opts: EmitOptions) -> list[str]:

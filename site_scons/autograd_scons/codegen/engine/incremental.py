@@ -50,6 +50,7 @@ class _Build:
     others: int                    # the caller's own TUs compiled alongside (layout.bucket_count)
     dry_run: bool
     override: bool
+    build_digest: bool             # the caller writes cache_key.cpp (the SCons tool: tool/build_digest.py)
 
 
 @dataclass
@@ -135,17 +136,21 @@ def _options(requested: dict, resolved: EmitOptions) -> dict:
 
 
 def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: int = 0, dry_run: bool = False,
-           override: bool = False, render: Optional[Renderer] = None) -> Result:
+           override: bool = False, build_digest: bool = False, render: Optional[Renderer] = None) -> Result:
     """Bring `out_dir` up to date with the specs `functions` names.  `jobs`:
     the parallel compiles (for the automatic bucket count); `others`: the
     caller's own TUs compiled alongside (layout.bucket_count); `dry_run`:
     write nothing; `override`: the caller links each bucket holding shadowed
     old text as a copy whose symbols the edit TUs define are weak
     (build_folder/weaken.py), so an edited unit can leave its bucket
-    unrecompiled.  Raises SpecError on bad input, before anything is
-    written."""
+    unrecompiled; `build_digest`: the caller writes `cache_key.cpp` itself
+    when it builds, from every input of the library (the SCons tool does:
+    the sources and headers its scanner finds, the flags, the compiler), so
+    the generator writes none (without it, its digest is of the generated
+    code alone: emit/cache_key.py).  Raises SpecError on bad input, before
+    anything is written."""
     native_functions, derivatives, tags = functions.native_functions, functions.derivatives, functions.tags
-    request = _Build(functions.emit, functions.unity, jobs, others, dry_run, override)
+    request = _Build(functions.emit, functions.unity, jobs, others, dry_run, override, build_digest)
     inputs = _input_digests(native_functions, derivatives, tags)
     requested, generator = canonical(request.opts), generator_version()
     mpath = os.path.join(out_dir, MANIFEST)
@@ -339,7 +344,7 @@ class _State:
         shared.update(bindings)
         # every formula's yaml line, outside the Functions' keys (emit/lines.py)
         shared.update(render_lines([u.subject for u in units if u.kind is Kind.FUNCTION]))
-        if request.opts.patch is None:
+        if request.opts.patch is None and not request.build_digest:
             shared.update(render_cache_key(self._generated(r, shared)))
         shared.update(render_buckets(units, p.layout, p.rewrite, text_of))
         shared.update(render_edit_tus(units, p.layout))
