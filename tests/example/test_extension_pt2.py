@@ -88,13 +88,24 @@ def test_every_example_op_is_checked(ops):
     assert sorted(samples(ops)) == sorted(SAMPLES)
 
 
+# torch 2.13's inductor fails on any custom op with a written optional
+# argument given as None, torch.library's own custom_op too (mutates_args on
+# an Optional[Tensor] left None: `<built-in function getitem> is not an
+# OpOverload` in its lowering; aot_eager, and a total given, work): strict,
+# so the case runs again once torch lowers it.
+_INDUCTOR_MISSES = {("running_sum", "inductor"): "torch 2.13's inductor cannot lower a custom op whose written "
+                    "optional argument is None (torch.library.custom_op's too)"}
+
+
 @pytest.mark.compile
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 @pytest.mark.parametrize("case", checks.CASE_NAMES + ["sq_norm"])
-def test_torch_compile_fullgraph_forward_and_backward_equal_eager(ops, case, backend):
+def test_torch_compile_fullgraph_forward_and_backward_equal_eager(ops, case, backend, request):
     """aot_eager: Dynamo and AOTAutograd (fake tensors, functionalization, the
     joint graph through our Autograd kernels and Functions); inductor: also
     the generated code (its first C++ compile takes a minute here)."""
+    if (case, backend) in _INDUCTOR_MISSES:
+        request.applymarker(pytest.mark.xfail(reason=_INDUCTOR_MISSES[case, backend], strict=True))
     if case == "sq_norm":
         fn, inputs = ops.sq_norm, (_g(3, 4),)
     else:
