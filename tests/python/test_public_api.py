@@ -25,6 +25,8 @@ FORMER_BASES = {
     "LockTimeout": TimeoutError, "BuildError": RuntimeError, "CudaConfigError": ValueError,
     "LoadError": RuntimeError, "MergeError": ValueError, "TagError": ValueError, "UnsafePath": ValueError,
     "BadSpan": ValueError, "PatchError": RuntimeError, "PatchNotInEffect": RuntimeError, "ElfError": ValueError,
+    # new with the base, each with the standard base of its kind: a report not read, a benchmark stopped
+    "ReportError": ValueError, "BenchError": RuntimeError,
 }
 
 # Imports every module of the package (not the SConstructs SCons runs: jit/sconstruct.py, torch_patch/patch_sconstruct.py)

@@ -57,11 +57,12 @@ def describe(doc: dict) -> list:
         why = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
         lines.append(f"  {f['path']}: " + (", ".join(f"{n} {state.replace('_', ' ')}" for state, n in states.items())
                                             or "no units")
-                     + (f" ({why})" if why else "") + f"; {len(f['tus'])} TUs; generated in {f['generate_s']:.2f} s")
+                     + (f" ({why})" if why else "") + f"; {len(f['tus'])} TUs; generated in {f['generate_s']:.2f} s"
+                     + (f"; {f['note']}" if f["note"] else ""))
     s, t = doc["summary"], doc["times"]
-    lines.append(f"  objects: {s['objects']}: " + ", ".join(f"{s[k]} {k.replace('_', ' ')}" for k in
-                 ("compiled", "retrieved", "launcher_hit", "up_to_date", "failed", "not_built") if s[k])
-                 + f"; hit rate {_rate(s['hit_rate'])}")
+    fates = ", ".join(f"{s[k]} {k.replace('_', ' ')}" for k in
+                      ("compiled", "retrieved", "launcher_hit", "up_to_date", "failed", "not_built") if s[k])
+    lines.append(f"  objects: {s['objects']}" + (f" ({fates})" if fates else "") + f"; hit rate {_rate(s['hit_rate'])}")
     if doc["launcher"]:
         la = doc["launcher"]
         lines.append(f"  launcher {' '.join(la['command'])}: " + (
