@@ -51,21 +51,32 @@ def compiled_kinds(out, scenario):
     return sorted(o["kind"] for o in doc["objects"] if o["fate"] == "compiled")
 
 
+def unit_states(out, scenario):
+    doc = document.read(os.path.join(out, "reports", f"{scenario}.json"))
+    return {u["name"]: (u["state"], u["reason"]) for u in doc["folders"][0]["units"]}
+
+
 def test_bench_of_the_example_counts_each_scenario_and_changes_nothing(tmp_path):
     project = clone(tmp_path / "project", torch_facts=False)
     before = snapshot(project)
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
-    res, proc = bench(project, tmp_path / "out", *EXAMPLE_ARGS, env={"GITHUB_STEP_SUMMARY": str(summary)})
+    res, proc = bench(project, tmp_path / "out", *EXAMPLE_ARGS, "--scenarios", "cold,noop,formula,header,remove,add,second",
+                      env={"GITHUB_STEP_SUMMARY": str(summary)})
     assert snapshot(project) == before   # worked in copies
     by = rows(res)
-    assert list(by) == ["cold", "noop", "formula", "header", "second"]
-    assert [r["compiled"]["median"] for r in res["scenarios"]] == [5, 0, 2, by["header"]["compiled"]["median"], 0]
+    assert list(by) == ["cold", "noop", "formula", "header", "remove", "add", "second"]
+    assert [by[n]["compiled"]["median"] for n in ("cold", "noop", "formula", "second")] == [5, 0, 2, 0]
     # the formula edit: its Function's edit TU and the digest of the generated code
     assert by["formula"]["edited"] == "bmul: self" and compiled_kinds(tmp_path / "out", "formula") == ["digest", "edit"]
     # the header every definition TU includes: the buckets (the edit TU, now too)
     assert by["header"]["edited"] == os.path.join("specs", "include", "myops", "backward_helpers.h")
     assert compiled_kinds(tmp_path / "out", "header") == ["bucket", "bucket", "edit"]
+    # the entry removed (its Function goes), then put back (new again: its old objects come from the cache)
+    assert by["remove"]["edited"] == by["add"]["edited"] == "bmul"
+    assert unit_states(tmp_path / "out", "remove")["BmulBackward0"] == ("removed", "removed")
+    assert unit_states(tmp_path / "out", "add")["BmulBackward0"] == ("regenerated", "new")
+    assert by["add"]["retrieved"]["median"] > 0
     assert by["noop"]["hit_rate"] is None and by["second"]["hit_rate"]["median"] == 1.0
     assert by["second"]["retrieved"]["median"] == 5
     # the table: printed, written, appended to the job's summary
@@ -74,7 +85,7 @@ def test_bench_of_the_example_counts_each_scenario_and_changes_nothing(tmp_path)
     assert table in proc.stdout and summary.read_text() == "earlier step\n" + table + "\n"
     assert re.search(r"^\| second checkout, same cache \| [\d.]+ \| [\d.]+ \| 0 \| 5 \| 1\.00 \|$", table, re.M)
     progress = [line for line in proc.stderr.splitlines() if line.startswith("bench: [1/1] ")]
-    assert len(progress) == 5 and "second checkout, same cache" in progress[-1]
+    assert len(progress) == 7 and "second checkout, same cache" in progress[-1]
     assert sorted(os.listdir(tmp_path / "out" / "reports")) == [f"{n}.json" for n in sorted(by)]
 
 
@@ -98,13 +109,15 @@ def test_bench_of_a_project_that_does_not_build_is_one_line(tmp_path):
 def test_bench_of_a_new_project(tmp_path):
     path = ship.this_checkout(tmp_path)
     ship.new(tmp_path, "bench_ops", path)
-    res, _ = bench(tmp_path / "bench_ops", tmp_path / "out", f"CXX={FAKE_CXX}")
+    res, _ = bench(tmp_path / "bench_ops", tmp_path / "out", f"CXX={FAKE_CXX}", "--scenarios",
+                   "cold,noop,formula,header,remove,second")
     by = rows(res)
     assert by["noop"]["compiled"]["median"] == 0 and by["second"]["hit_rate"]["median"] == 1.0
     # auto_element_wise: the op kernel's forward formula comes from the edited one, so both edit TUs compile
     assert by["formula"]["edited"] == "scaled_square: self"
     assert compiled_kinds(tmp_path / "out", "formula") == ["digest", "edit", "edit"]
     assert by["header"]["skipped"] == "no header in the project (name one with --header FILE)"
+    assert by["remove"]["skipped"] == "derivatives.yaml has one entry (the generator refuses a file without any)"
 
 
 def test_bench_of_a_load_script(tmp_path):

@@ -10,10 +10,15 @@ bindings, the digest of the generated code, the hand-written kernels.cpp).
 
 import json
 import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 
 import pytest
 
+from support import interruptions as ip
 from support.scons_helpers import FAKE_CXX, REPO, clone, edit, report, scons
 
 from autograd_scons.__main__ import main
@@ -23,6 +28,7 @@ from autograd_scons.report import document
 from autograd_scons.report.schema import REASONS, SCHEMA, TU_KINDS, problems
 
 ARGS = ("UNITY=2", "PCH=0", f"CXX={FAKE_CXX}")
+SCONS_MAIN = "import sys\nfrom SCons.Script.Main import main\nsys.exit(main())"
 KINDS = {"bucket_0.os": "bucket", "bucket_1.os": "bucket", "bindings_0.os": "binding", "cache_key.os": "digest",
          "kernels.os": "user"}
 
@@ -54,6 +60,15 @@ def test_the_vocabularies_are_the_generators():
     assert REASONS == tuple(r.name.lower() for r in Reason) == tuple(r.code for r in Reason)
     assert set(TU_KINDS) == set(TUKind)
     assert SCHEMA["properties"]["version"] == {"const": document.VERSION}
+
+
+def test_the_docs_give_every_reason_with_the_english_reports_words():
+    with open(os.path.join(REPO, "docs", "ci.md"), encoding="utf-8") as f:
+        table = f.read().split("| reason | the English report says |", 1)[1].split("\n\n", 1)[0]
+        rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \|$", table, re.M))
+    listed = {code: words for code, words in rows.items() if code in REASONS}
+    assert list(listed) == list(REASONS)
+    assert all(listed[r.code].startswith(r.sentence) for r in Reason), listed
 
 
 def test_the_validator_finds_what_breaks_the_schema(cold):
@@ -161,6 +176,25 @@ def test_a_build_stopped_by_a_spec_error_reports_its_line_and_no_stale_report(co
     [line] = proc.stderr.strip().splitlines()
     assert line == f"scons: *** {doc['error']}" and "derivatives.yaml" in doc["error"]
     assert doc["objects"] == [] and doc["folders"] == []
+
+
+def test_a_killed_build_leaves_no_report_not_even_the_last_ones(cold, tmp_path):
+    root = clone(tmp_path / "a")
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(cold[3]))   # the last build's
+    marker = ip.stall_at(root, "compile", str(tmp_path / "stalled"))
+    env = dict({k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}, AUTOGRAD_REPORT=str(path))
+    proc = subprocess.Popen([sys.executable, "-c", SCONS_MAIN, *ARGS], cwd=root, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ip.wait_for(marker, proc)
+        assert not path.exists()   # removed when the build started
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        ip.end_leftovers(root)
+    assert not path.exists()
+    assert main(["report", str(path), "--max-compiles", "0"]) == 2
 
 
 def test_a_failed_compile_reports_the_objects_failed_and_not_built(cold, tmp_path):

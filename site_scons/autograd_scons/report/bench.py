@@ -4,8 +4,9 @@ project itself.
 
 PROJECT is a folder with an SConstruct (run by SCons, with the VAR=value
 arguments given after it) or a Python file that calls load() (run by this
-Python, with those arguments).  Each repetition takes a fresh copy and an
-empty CacheDir, and runs in order:
+Python, with those arguments).  Each repetition takes a fresh copy, an
+empty CacheDir and an empty $AUTOGRAD_EXTENSIONS_DIR (load()'s build
+folders, the shared precompiled prelude), and runs in order:
 
     cold     the copy built from nothing
     noop     built again, unchanged
@@ -15,7 +16,9 @@ empty CacheDir, and runs in order:
              first header the generated code includes, else the project's first)
     remove, add (asked for with --scenarios): the formula's entry removed, then put back
     second   a second, unedited copy in another folder, through the same
-             CacheDir: its hit rate
+             CacheDir, as on another runner: its hit rate (the extensions
+             folder emptied, at the same path: the prelude's path is in the
+             signature of the objects compiled against it)
 
 Every build writes its JSON report (report/document.py), from which the
 counts come; wall and CPU time (the build's and its children's) are
@@ -79,15 +82,15 @@ class Bench:
             return [sys.executable, self.project.script, *extra]
         return [sys.executable, "-c", _SCONS, *extra]
 
-    def build(self, name: str, rep: int, root: str, checkout: str, cache: str) -> dict:
+    def build(self, name: str, rep: int, root: str, extensions: str, cache: str) -> dict:
         """Build the copy at `root`; its figures (and report) recorded under `name`."""
         report = os.path.join(self.work, "reports", f"{name}-{rep}.json")
         log = os.path.join(self.work, "logs", f"{name}-{rep}.log")
         for d in (os.path.dirname(report), os.path.dirname(log)):
             os.makedirs(d, exist_ok=True)
         env = dict(os.environ, **{PATH_VARIABLE: report,
-                                  # load()'s build folders and every shared prelude: this checkout's own
-                                  "AUTOGRAD_EXTENSIONS_DIR": os.path.join(checkout, "extensions")})
+                                  # load()'s build folders and the shared precompiled prelude
+                                  "AUTOGRAD_EXTENSIONS_DIR": extensions})
         cmd = self.command()
         if self.args.cachedir:
             if self.project.script:
@@ -127,18 +130,18 @@ class Bench:
 
     def repetition(self, rep: int) -> None:
         base = os.path.join(self.work, f"rep{rep}")
-        cache = os.path.join(base, "cache")
+        cache, ext = os.path.join(base, "cache"), os.path.join(base, "extensions")
         a = bench_project.copy(self.project, os.path.join(base, "a", "project"))
         wanted = self.args.scenarios
-        cold = self.build("cold", rep, a, os.path.dirname(a), cache)
+        cold = self.build("cold", rep, a, ext, cache)
         folder = cold["folders"][0] if cold["folders"] else None
         derivatives = folder["specs"]["derivatives"] if folder else None
         if "noop" in wanted:
-            self.build("noop", rep, a, os.path.dirname(a), cache)
+            self.build("noop", rep, a, ext, cache)
         if "formula" in wanted:
             if self._editable(derivatives, a, "formula"):
                 self.edited["formula"] = bench_project.edit_formula(derivatives, self.args.formula)
-                self.build("formula", rep, a, os.path.dirname(a), cache)
+                self.build("formula", rep, a, ext, cache)
         if "header" in wanted:
             header = bench_project.find_header(a, folder["includes"] if folder else [], self.args.header)
             if header is None:
@@ -146,17 +149,25 @@ class Bench:
             else:
                 bench_project.edit_header(header)
                 self.edited["header"] = os.path.relpath(header, a)
-                self.build("header", rep, a, os.path.dirname(a), cache)
+                self.build("header", rep, a, ext, cache)
         if "remove" in wanted or "add" in wanted:
-            if self._editable(derivatives, a, "remove"):
-                removed = bench_project.remove_entry(derivatives, self.args.formula)
+            removed = bench_project.remove_entry(derivatives, self.args.formula) \
+                if self._editable(derivatives, a, "remove") else None
+            if removed is None:
+                self.skipped["remove"] = self.skipped["add"] = self.skipped.get("remove") or \
+                    "derivatives.yaml has one entry (the generator refuses a file without any)"
+            else:
                 self.edited["remove"] = self.edited["add"] = removed[0]
-                self.build("remove", rep, a, os.path.dirname(a), cache)
+                self.build("remove", rep, a, ext, cache)
                 bench_project.add_entry(derivatives, removed)
-                self.build("add", rep, a, os.path.dirname(a), cache)
+                self.build("add", rep, a, ext, cache)
         if "second" in wanted:
+            # Another runner: the project in another folder, the cache shared,
+            # nothing else (its extensions folder, at the same path, empty).
+            if os.path.exists(ext):
+                os.replace(ext, os.path.join(base, "extensions-of-a"))
             b = bench_project.copy(self.project, os.path.join(base, "b", "project"))
-            self.build("second", rep, b, os.path.dirname(b), cache)
+            self.build("second", rep, b, ext, cache)
         if not self.args.keep:
             shutil.rmtree(base, ignore_errors=True)
 

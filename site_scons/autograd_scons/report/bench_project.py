@@ -141,13 +141,17 @@ def edit_formula(path: str, op: Optional[str] = None) -> str:
     return f"{entry.split('(', 1)[0]}: {key}"
 
 
-def remove_entry(path: str, op: Optional[str] = None) -> tuple:
-    """Remove the entry whose formula edit_formula would edit; (what, its text, where) to put back."""
+def remove_entry(path: str, op: Optional[str] = None) -> Optional[tuple]:
+    """Remove the entry whose formula edit_formula would edit; (what, its
+    text, where) to put it back, or None when it is the file's only entry
+    (the generator refuses a derivatives.yaml without one)."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     found = [x for x in formula_lines(text) if op is None or x[1].split("(", 1)[0] == op]
     if not found:
         raise BenchError(f"{path}: no entry to remove")
+    if len(re.findall(r"^- name:", text, re.M)) < 2:
+        return None
     entry = found[0][1]
     m = re.search(r"^- name: *" + re.escape(entry) + r" *\n(?:(?!- name:).*\n?)*", text, re.M)
     if m is None:
