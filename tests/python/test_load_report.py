@@ -29,6 +29,11 @@ def test_load_reports_its_build_and_a_load_that_ran_none(tmp_path):
     assert (doc["entry"], doc["status"], doc["objects"], doc["summary"]["hit_rate"]) == ("load", "up_to_date", [],
                                                                                         None)
 
+    # a report that cannot be written: a warning, and the load goes on
+    blocked = dict(env, AUTOGRAD_REPORT=str(tmp_path / "reports" / "load.json" / "x.json"))
+    proc = run(call, blocked)
+    assert proc.stderr.strip().startswith(f"autograd_scons: warning: cannot write the build report {tmp_path}")
+
     # another build folder (a second checkout's), the same CacheDir
     run(dict(call, build_directory=str(tmp_path / "build2")), env)
     doc = document.read(str(path))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Optional
 
 from ..codegen.errors import Error
@@ -87,8 +88,13 @@ def write(path: str, doc: dict) -> None:
 
 def write_up_to_date(path: str, entry: str, seconds: float) -> None:
     """The report of a build that did not run: a stamp said everything is
-    up to date (load()'s, patch-torch's), so no folder was looked at."""
-    write(path, assemble(entry, "up_to_date", times={"total_s": seconds}))
+    up to date (load()'s, patch-torch's), so no folder was looked at.  A
+    report that cannot be written is a warning, as at the end of a build:
+    the build itself went well."""
+    try:
+        write(path, assemble(entry, "up_to_date", times={"total_s": seconds}))
+    except OSError as e:
+        print(f"autograd_scons: warning: cannot write the build report {path}: {e.strerror or e}", file=sys.stderr)
 
 
 def requested(environ=os.environ) -> Optional[str]:
