@@ -254,8 +254,12 @@ def write_results(res: dict, out: str, reports: dict) -> list:
         shutil.copyfile(path, os.path.join(out, "reports", f"{name}.json"))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with open(summary, "a", encoding="utf-8") as f:
-            f.write(markdown(res) + "\n")
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(markdown(res) + "\n")
+        except OSError as e:   # the results are written: the summary is a copy
+            print(f"bench: warning: cannot append to $GITHUB_STEP_SUMMARY ({summary}): {e.strerror or e}",
+                  file=sys.stderr)
     return paths
 
 
