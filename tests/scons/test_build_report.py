@@ -229,3 +229,16 @@ def test_a_launcher_cache_reports_its_hits_from_its_statistics(cold, tmp_path):
     assert (c["launcher"]["hits"], c["launcher"]["misses"]) == (4, 1)
     assert set(fates(c).values()) == {"compiled"}
     assert (c["summary"]["compiled"], c["summary"]["launcher_hit"], c["summary"]["hit_rate"]) == (1, 4, 0.8)
+
+
+def test_a_launcher_given_as_a_string_is_recognised(monkeypatch, tmp_path):
+    """An embedding SConstruct may set AUTOGRAD_LAUNCHER to a string (docs/scaling-out.md)."""
+    from autograd_scons.tool import build_report
+    run = build_report._Run(str(tmp_path / "r.json"))
+    monkeypatch.setattr(build_report, "_RUN", [run])
+    ran = []
+    timed = build_report._Timed(lambda sh, escape, cmd, args, env: ran.append(args) or 0,
+                                {"AUTOGRAD_LAUNCHER": f"{tmp_path / 'ccache'} --flag"})
+    args = [str(tmp_path / "ccache"), "--flag", "g++", "-o", "x.os", "-c", "x.cpp"]
+    assert timed("sh", lambda w: f'"{w}"', args[0], args, {}) == 0 and ran == [args]
+    assert run.launcher == args[:2] and run.commands[0][0:2] == ("compile", "x.os") and run.commands[0][4]

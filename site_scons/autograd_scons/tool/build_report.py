@@ -98,7 +98,8 @@ class _Timed:
 
     def __call__(self, sh, escape, cmd, args, environ):
         run = _RUN[0]
-        launcher = [str(w) for w in self.env.get("AUTOGRAD_LAUNCHER") or []]
+        given = self.env.get("AUTOGRAD_LAUNCHER") or []   # (embedding: a string or a list)
+        launcher = shlex.split(given) if isinstance(given, str) else [str(w) for w in given]
         n = len(launcher)
         launched = bool(n) and len(args) > n and all(a in (w, escape(w)) for a, w in zip(args, launcher))
         if launched:
