@@ -139,6 +139,17 @@ FULL_TIER = {
     "tests/incremental/test_native_cache.py": {"test_the_records_round_trip_torch_specs"},
     "tests/scons/test_pch_policy.py": {"test_scons_pch_auto_is_loads_auto"},
     "tests/python/test_one_package.py": {"test_an_scons_build_holds_each_module_under_one_name"},
+    # the build report (issue 55): the fast tier keeps a cold build's, a second checkout's through the
+    # CacheDir, the gate on a planted miss, a build stopped while reading, and bench's refusal
+    "tests/scons/test_build_report.py": {"test_a_launcher_cache_reports_its_hits_from_its_statistics",
+                                         "test_a_formula_edit_reports_the_reason_the_english_report_gives",
+                                         "test_a_failed_compile_reports_the_objects_failed_and_not_built",
+                                         "test_a_killed_build_leaves_no_report_not_even_the_last_ones"},
+    "tests/scons/test_backend_report.py": {"test_the_backend_writes_the_report_its_config_settings_ask_for"},
+    "tests/python/test_load_report.py": {"test_load_reports_its_build_and_a_load_that_ran_none"},
+    "tests/torch_patch/test_patch_report.py": {"test_patch_torch_reports_the_edited_function_and_then_no_build"},
+    "tests/bench/test_bench_command.py": {"test_bench_of_the_example_counts_each_scenario_and_changes_nothing",
+                                         "test_bench_of_a_new_project", "test_bench_of_a_load_script"},
 }
 
 

@@ -8,6 +8,8 @@
     merge-wheels  merge variant wheels (one per torch minor and build) into one
     patch-torch   build a library replacing the installed torch's Functions by edited specs
     run-patched   run a command with such a library preloaded
+    report     read a build's JSON report; a CI gate on its hit rate and compiles
+    bench      benchmark a project's builds: cold, no-op, edits, a second checkout's cache hits
 
 `python -m autograd_scons COMMAND --help` says more; docs/cli.md has the
 details.  Each command imports what it runs when it runs.
@@ -19,6 +21,7 @@ import sys
 from autograd_scons.codegen import cli
 from autograd_scons.torch_patch import commands as patch_commands
 from autograd_scons.ship import merge, new
+from autograd_scons.report import bench, gate
 
 
 def main(argv=None) -> int:
@@ -30,7 +33,14 @@ def main(argv=None) -> int:
     new.add_command(sub)
     merge.add_command(sub)
     patch_commands.add_commands(sub)
-    return cli.run(parser.parse_args(argv))
+    gate.add_command(sub)
+    bench.add_command(sub)
+    args, extra = parser.parse_known_args(argv)
+    if extra:   # bench passes the words it does not know to the builds (VAR=value, -j4, --debug=time)
+        if not hasattr(args, "arguments"):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.arguments = list(args.arguments) + extra
+    return cli.run(args)
 
 
 if __name__ == "__main__":

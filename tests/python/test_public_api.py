@@ -27,6 +27,8 @@ FORMER_BASES = {
     "BadSpan": ValueError, "PatchError": RuntimeError, "PatchNotInEffect": RuntimeError, "ElfError": ValueError,
     # since issue 51: the user's text (located by its caller) and an option's value
     "FormulaError": Exception, "OptionError": ValueError,
+    # new with the base, each with the standard base of its kind: a report not read, a benchmark stopped
+    "ReportError": ValueError, "BenchError": RuntimeError,
 }
 
 # Imports every module of the package (not the SConstructs SCons runs: jit/sconstruct.py, torch_patch/patch_sconstruct.py)

@@ -7,7 +7,8 @@ launcher on and off recompiles nothing, every compile but no link goes
 through it, compile_commands.json shows the real compiler, a missing program
 is one line at configure time.  The `compile` tests run g++ through the real
 engines: distcc against a distccd of the test's own on 127.0.0.1, and
-sccache with a temporary folder standing in for a shared cache.  Every
+sccache with a temporary folder standing in for a shared cache (and the
+build report's count of its hits).  Every
 daemon a test starts is stopped by pid in a `finally`, pass or fail, and the
 test checks that none is left.
 """
@@ -28,6 +29,8 @@ import pytest
 from support.library_check import check_example_library
 from support.processes import running_with_env
 from support.scons_helpers import FAKE_CXX, REPO, clone, compiled, edit, report
+
+from autograd_scons.report import document
 
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 import _distccd  # noqa: E402
@@ -225,16 +228,28 @@ def test_sccache_shared_cache_second_clone_is_all_hits(tmp_path):
     start = subprocess.run([sccache, "--start-server"], env=full, capture_output=True, text=True)
     try:
         assert start.returncode == 0, start.stderr
-        a = ok(run_scons(clone(tmp_path / "one" / "a"), *REAL, "-j2", f"LAUNCHER={sccache}", env=env))
+        a = ok(run_scons(clone(tmp_path / "one" / "a"), *REAL, "-j2", f"LAUNCHER={sccache}",
+                         env=dict(env, AUTOGRAD_REPORT=str(tmp_path / "a.json"))))
         n = len(compile_lines(a))
         assert n == len(COLD)
         assert stats() == (n, 0, n)
+        # the build's report: sccache's statistics before and after, every object compiled
+        first = document.read(str(tmp_path / "a.json"))
+        assert (first["launcher"]["statistics"], first["launcher"]["hits"], first["launcher"]["misses"]) == \
+            ("sccache", 0, n)
+        assert {o["fate"] for o in first["objects"]} == {"compiled"} and first["summary"]["hit_rate"] == 0.0
         subprocess.run([sccache, "--zero-stats"], env=full, capture_output=True, check=True)
         b_root = clone(tmp_path / "two" / "b")
-        b = ok(run_scons(b_root, *REAL, "-j2", f"LAUNCHER={sccache}", env=env))
+        b = ok(run_scons(b_root, *REAL, "-j2", f"LAUNCHER={sccache}",
+                         env=dict(env, AUTOGRAD_REPORT=str(tmp_path / "b.json"))))
         assert sources(b) == sources(a)
         assert stats() == (n, n, 0)
         assert os.path.getsize(os.path.join(b_root, LIB)) > 0
+        # ... and the second clone's: each object a launcher hit, none compiled
+        second = document.read(str(tmp_path / "b.json"))
+        assert (second["launcher"]["hits"], second["launcher"]["misses"]) == (n, 0)
+        assert {o["fate"] for o in second["objects"]} == {"launcher_hit"} and len(second["objects"]) == n
+        assert (second["summary"]["compiled"], second["summary"]["hit_rate"]) == (0, 1.0)
     finally:
         subprocess.run([sccache, "--stop-server"], env=full, capture_output=True)
         assert gone("SCCACHE_SERVER_PORT", port) == []  # it exits shortly after --stop-server

@@ -7,6 +7,7 @@ Import them as `from support.scons_helpers import scons` or
                        and torch's installed headers
   scons_helpers        `scons` on copies of this checkout, with the stand-in compiler
   fakecxx, fakenvcc    stand-ins for g++ and nvcc (run as programs, not imported)
+  fakeccache           a stand-in for ccache (its cache and statistics), before fakecxx
   scenarios            the edit scenarios on tests/fixtures/tiny_ext, as data
   example_build        the example (specs/) and fixture extensions, built once per session
   extension_checks     the example's ops checked against built-in torch

@@ -47,6 +47,7 @@ def add_variables(vars):
         S.PathVariable("PRELUDE_DIR", "where the precompiled prelude is shared, one per torch, compiler and "
                        "flags (default: $AUTOGRAD_EXTENSIONS_DIR/_prelude)", "", S.PathVariable.PathAccept),
         ("AUTOGRAD_EXPLAIN", "OP[,OP...]: say why these Functions were (not) regenerated", ""),
+        ("AUTOGRAD_REPORT", "PATH: write the build's JSON report there (docs/ci.md)", ""),
         S.PathVariable("CACHEDIR", "object cache shared between checkouts (SCons CacheDir)", "",
                        S.PathVariable.PathAccept),
         ("PYTHON", "Python bindings of the Functions (typed grad_fn, _saved_* properties): 1 (default), "

@@ -213,7 +213,7 @@ def _log(log, text: str, path: str) -> None:
 def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *, jobs: Optional[int] = None,
               verbose: bool = False, label: str = "build", lock=None, say: Callable[[str], None] = _stdout,
               extra_args=(), log_path: Optional[str] = None,
-              private: bool = True, environ: Optional[dict] = None) -> BuildResult:
+              private: bool = True, environ: Optional[dict] = None, entry: str = "backend") -> BuildResult:
     """Run SCons on `sconstruct` in `folder` (its top folder) with
     `variables` (NAME=value arguments) and `jobs` (default_jobs()).
     The build imports this copy of the package; SCons reads the
@@ -221,12 +221,20 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
     process group.  `log_path`: default `<folder>/build.log`.  `private`:
     files made owner-only (a cache folder's build; a project's keeps the
     umask).  `environ`: variables added to the build's environment.
+    `entry`: what started it, as the JSON build report says (load,
+    patch-torch, backend); the report is written where $AUTOGRAD_REPORT
+    names (a relative path: from the caller's folder, not the build's) or
+    the build's AUTOGRAD_REPORT= variable does (from the SConstruct's).
     Raises BuildError when SCons fails."""
     folder = os.path.abspath(folder)
     jobs = jobs or default_jobs()
     cmd = [sys.executable, "-c", _SCONS_MAIN, _PACKAGE_PARENT, "-f", os.path.abspath(sconstruct), f"-j{jobs}"]
     cmd += [f"{k}={v}" for k, v in (variables or {}).items()] + list(extra_args)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(environ or {}))
+    from autograd_scons.report import document  # (here: a no-op load(), which runs no build, imports little)
+    env[document.ENTRY_VARIABLE] = entry
+    if env.get(document.PATH_VARIABLE):
+        env[document.PATH_VARIABLE] = document.requested(env)
     log_path = log_path or os.path.join(folder, LOG)
     progress = _Progress(label, say, verbose)
     progress.jobs = jobs

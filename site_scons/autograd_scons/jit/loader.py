@@ -34,6 +34,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from typing import Optional
 
 from autograd_scons.buildenv import runner, build_stamp, torch_flags, unfinished_build
@@ -164,12 +165,14 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
     """Under the lock: the inputs written, then SCons unless the stamp
     vouches for the inputs and for the library's bytes."""
     stamp_path, library = os.path.join(folder, STAMP), os.path.join(folder, f"{name}.so")
+    started = time.perf_counter()
     for rel, text in (inline or {}).items():
         path = os.path.join(folder, rel)
         ensure_private(os.path.dirname(path), folder, label)
         _write_if_changed(path, text)
     _write_if_changed(os.path.join(folder, SPEC), json.dumps(spec, indent=1, sort_keys=True))
     if build_stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
+        _report_up_to_date(time.perf_counter() - started)
         return
     if build_stamp.outputs_differ(stamp_path):
         # The library is not the one this folder built: nothing in it is
@@ -178,11 +181,19 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
     build_stamp.clear_stamp(stamp_path)
     launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
     result = runner.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
-                                 verbose=verbose, label=label, lock=lock)
+                                 verbose=verbose, label=label, lock=lock, entry="load")
     _publish(os.path.join(folder, "obj", f"{name}.so"), library)
     # obj/'s link too: a later key change that rebuilds nothing publishes it again
     build_stamp.write_stamp(stamp_path, key, result.inputs_path,
                       outputs=[library, os.path.join(folder, "obj", f"{name}.so")])
+
+
+def _report_up_to_date(seconds: float) -> None:
+    """$AUTOGRAD_REPORT, when set, for a load() that ran no build (the
+    stamp vouched for it): status up_to_date (report/document.py)."""
+    if os.environ.get("AUTOGRAD_REPORT"):
+        from autograd_scons.report import document
+        document.write_up_to_date(document.requested(), "load", seconds)
 
 
 def _digests(stamp_path: str) -> Optional[list]:

@@ -46,6 +46,7 @@ import inspect
 import optparse
 import os
 import sys
+import time
 
 import SCons
 import SCons.Action
@@ -59,6 +60,7 @@ from autograd_scons.tool import override
 from autograd_scons.tool import pch
 from autograd_scons.tool import build_digest
 from autograd_scons.tool import closing_report
+from autograd_scons.tool import build_report
 from autograd_scons.tool import library_stamp
 from autograd_scons.tool.pch import PCHCOM, compiler_family, never_run, pch_objects
 from autograd_scons.codegen.engine import incremental
@@ -71,6 +73,7 @@ from autograd_scons.codegen.tree import MANIFEST, OWNED_FOLDERS, TUKind
 
 def _fail(message):
     """One line, non-zero exit, before anything was written."""
+    build_report.failed(message)
     sys.stderr.write(f"scons: *** {message}\n")
     SCons.Script.Exit(2)
 
@@ -160,6 +163,7 @@ def _generate(env, outdir, request, others=0):
         env.Clean(nodes or [out], out)
         return nodes, None, None
     made = False
+    started = time.perf_counter()
     try:
         if not dry:
             made = lock_folder(out.abspath, say=lambda m: print(f"scons: {m}", flush=True))
@@ -188,7 +192,9 @@ def _generate(env, outdir, request, others=0):
         # `scons generate`: generate (done while reading) and build nothing.
         # The manifest, written last, stands for the whole generated tree.
         env.Alias(alias, out.File(MANIFEST))
-    return nodes, result, closing_report.REPORT.add(out, result) if result is not None else None
+    record = closing_report.REPORT.add(out, result, env=env, specs=tuple(paths), includes=request.emit.includes,
+                                       generate_s=time.perf_counter() - started)
+    return nodes, result, record
 
 
 # generated folder -> the kernels its specs declare (the update's model): a
@@ -293,6 +299,7 @@ def generate(env):
         _fail(problem)
     launcher.prefix_launcher(env)
     compat.patch_tslist()
+    build_report.install(env)
     if not _option_added:
         _option_added = True
         try:

@@ -30,17 +30,23 @@ class Record:
     out: Any                      # the output folder's Dir node
     result: Any                   # its codegen.engine.incremental.Result
     note: Optional[str] = None    # said instead of the compile counts (the library's fast path)
+    # For the JSON report (build_report.py):
+    env: Any = None               # the environment that compiles it
+    specs: tuple = (None, None, None)   # native_functions, derivatives, tags: their paths
+    includes: tuple = ()
+    generate_s: float = 0.0       # the generator's update, wall
 
 
 class ClosingReport:
     def __init__(self):
         self.records: list[Record] = []
 
-    def add(self, out, result) -> Record:
+    def add(self, out, result, **more) -> Record:
         """A record for one generated folder; printed at exit."""
         if not self.records:
             atexit.register(self.print)
-        record = Record(out, result)
+            _track_retrievals()
+        record = Record(out, result, **more)
         self.records.append(record)
         return record
 
@@ -48,6 +54,9 @@ class ClosingReport:
         dry = bool(SCons.Script.GetOption("no_exec"))
         objects = [] if dry else _executed_objects()
         ours = 0
+        # Retrieved from a CacheDir: built, not compiled (said apart).
+        retrieved = [o for o in objects if o[0] in RETRIEVED]
+        objects = [o for o in objects if o[0] not in RETRIEVED]
         for r in self.records:
             line = f"autograd_functions: {r.out}: {report(r.result)}; {layout_line(r.result)}"
             if r.note:
@@ -57,6 +66,9 @@ class ClosingReport:
                 ours += bucket + alone
                 line += (f"; {bucket + alone} compiled ({bucket} bucket{'s' if bucket != 1 else ''}, "
                          f"{alone} other TU{'s' if alone != 1 else ''})")
+                cached = sum(_compile_counts(retrieved, r.out))
+                if cached:
+                    line += f", {cached} retrieved from the cache"
             print(line)
             if r.result.foreign:
                 print(f"autograd_functions: warning: {foreign_line(r.result)}")
@@ -64,7 +76,8 @@ class ClosingReport:
                 print(f"autograd_functions: explain: {explain(r.result, unit)}")
         if self.records and not dry:
             print(f"autograd_functions: {len(objects)} object{'s' if len(objects) != 1 else ''} compiled in all "
-                  f"({ours} generated, {len(objects) - ours} other)")
+                  f"({ours} generated, {len(objects) - ours} other)"
+                  + (f", {len(retrieved)} retrieved from the cache" if retrieved else ""))
         sys.stdout.flush()
 
 
@@ -81,8 +94,37 @@ def explain_units():
     return units
 
 
+# The files this run retrieved from a CacheDir.  SCons marks such a node
+# (`cached`) only until the node is marked built, which clears it: the tool
+# records them as they come.
+RETRIEVED: set = set()
+
+
+def _track_retrievals():
+    File = SCons.Node.FS.File
+    if getattr(File.retrieve_from_cache, "tracked", False):
+        return
+    retrieve = File.retrieve_from_cache
+
+    def retrieve_from_cache(self):
+        hit = retrieve(self)
+        if hit:
+            RETRIEVED.add(self)   # (-j threads: set.add is atomic)
+        return hit
+
+    retrieve_from_cache.tracked = True
+    File.retrieve_from_cache = retrieve_from_cache
+
+
 def _executed_objects():
-    """(object node, its first source) for every object this run compiled."""
+    """(object node, its first source) for every object this run built
+    (compiled, or retrieved from a CacheDir: RETRIEVED)."""
+    return [(n, s) for n, s in object_nodes() if n.get_state() == SCons.Node.executed]
+
+
+def object_nodes():
+    """(object node, its first source) for every object SCons knows of that
+    a builder makes (not the weakened copies: no compile makes them)."""
     # From the root, not the top folder: a build folder outside the checkout
     # (BUILD=/elsewhere) holds objects too.
     stack, found = [SCons.Node.FS.get_default_fs().Top.root], []
@@ -93,8 +135,7 @@ def _executed_objects():
                 continue
             if isinstance(n, SCons.Node.FS.Dir):
                 stack.append(n)
-            elif n.name.endswith(_OBJECT_SUFFIXES) and n.has_builder() \
-                    and n.get_state() == SCons.Node.executed and n not in WEAK_OBJECTS:
+            elif n.name.endswith(_OBJECT_SUFFIXES) and n.has_builder() and n not in WEAK_OBJECTS:
                 sources = n.sources
                 found.append((n, sources[0] if sources else None))
     return found

@@ -2,7 +2,8 @@
 
 The engine decides by the reason, never by its wording: which reasons mean
 the unit is being edited (its specs changed: it compiles out of its bucket,
-layout.py) is a property of the reason.  The sentence is what reports say.
+layout.py) is a property of the reason.  The sentence is what the English
+report says; the code, what the JSON build report says (one vocabulary).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ class Reason(enum.Enum):
     @property
     def sentence(self) -> str:
         return self.value
+
+    @property
+    def code(self) -> str:
+        """Its name in the build report's data (report/schema.py): stable, where the sentence may be reworded."""
+        return self.name.lower()
 
     @property
     def is_edit(self) -> bool:
