@@ -5,7 +5,7 @@ byte-identical forwards, first- and second-order gradients and compiled
 autograd gradients with and without it (tests/support/opinfo_diff.py).
 The harness sees a patch: with one formula planted wrong, exactly the ops
 whose graphs reach that Function differ.  Compile tier (one cold build of
-the ~450 Functions, then three OpInfo runs, each as two processes); the
+torch's ~711 Functions, then three OpInfo runs, each as two processes); the
 cuda tier runs the same module under torch 2.14.1, on CPU tensors."""
 
 import json
@@ -72,10 +72,11 @@ def runs(tmp_path_factory):
     return summary, results, headers, built.stdout + planted.stdout, env, tmp
 
 
-def test_all_patches_at_least_400_functions_and_says_why_not_the_rest(runs):
+def test_all_patches_at_least_700_functions_and_says_why_not_the_rest(runs):
     summary, _, headers, stdout, _, _ = runs
     patched = summary["patched"]
-    assert len(patched) >= 400, stdout
+    # (the helpers libtorch keeps local reached through its symbol table: 711 of 711 in 2.13.0)
+    assert len(patched) >= 700, stdout
     # every class of libtorch's is patched or left out by a reason, with counts in the report
     with open(installed_functions_h()) as f:
         classes = set(read_structs(f.read()))
@@ -146,7 +147,7 @@ def test_every_gradient_is_byte_identical_with_the_patch(runs, record_property):
     assert sorted(differ - set(left_out)) == []
     assert len(left_out) <= 5, left_out
     assert c["ops"] >= 500 and c["gradients"] > 40000
-    assert len(reached) >= 250
+    assert len(reached) >= 350   # (282 when the 261 Functions using a local helper were left out)
 
 
 def test_a_planted_formula_differs_on_exactly_the_ops_that_reach_it(runs):

@@ -37,13 +37,15 @@ from autograd_scons.codegen.build_folder.lock import BuildLock
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.tree import PATCH_SUMMARY
 from autograd_scons.torch_patch import torch_library
+from autograd_scons.torch_patch.declarations import declared_only
+from autograd_scons.torch_patch.libtorch_locals import unusable_names
 from autograd_scons.torch_patch.identity import PatchError, TORCH_RECORD, torch_identity
 
 LIBRARY = "libautograd_torch_patch.so"
 SPEC = "patch_spec.json"
 STAMP = ".up_to_date.json"
 LABEL = "patch-torch"
-_FACTS = ".libtorch_facts.json"
+FACTS = ".libtorch_facts.json"   # read_facts of libtorch, for this torch (also read by the link step)
 _SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "patch_sconstruct.py")
 _UNDEFINED = re.compile(r"undefined reference to [`'](.+?)'")
 
@@ -91,8 +93,8 @@ def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=Non
             raise PatchError(f"{LABEL}: {torch_library.library_path(root)} is linked with -Bsymbolic: it "
                              "binds its own Functions to itself, so no other library can replace them")
         functions_h = os.path.join(root, "include", "torch", "csrc", "autograd", "generated", "Functions.h")
-        target = PatchTarget(functions_h, (torch_nf, torch_d, torch_tags), () if manual else facts.hidden_helpers,
-                             every, _bound_locally(functions_h, facts))
+        target = PatchTarget(functions_h, (torch_nf, torch_d, torch_tags),
+                             () if manual else _unusable(root, facts), every, _bound_locally(functions_h, facts))
         request = FunctionsRequest.of(specs[0], specs[2], tags=specs[1], namespace=LIBTORCH_NAMESPACE,
                                       includes=TORCH_MANUAL_INCLUDES, kernels=False, python=False,
                                       unity="auto", pch="auto", patch=target)
@@ -109,6 +111,25 @@ def _bound_locally(functions_h: str, facts: torch_library.LibtorchFacts) -> tupl
     except OSError as e:
         raise PatchError(f"{LABEL}: {functions_h}: {e.strerror}: torch's headers are not installed") from None
     return tuple(sorted(set(declared) - facts.replaceable))
+
+
+def _unusable(root: str, facts: torch_library.LibtorchFacts) -> tuple:
+    """(name, why) of each name a formula could call that libtorch defines
+    with no symbol the patch can reach (libtorch_locals.py): the names the
+    installed headers declare without defining (FunctionsManual.h's
+    helpers, the members of function.h's structs), and those of clones."""
+    csrc = os.path.join(root, "include", "torch", "csrc", "autograd")
+    declared: frozenset = frozenset()
+    for header, namespace, members in (("FunctionsManual.h", "torch::autograd::generated::details", False),
+                                       ("function.h", "torch::autograd", True)):
+        try:
+            with open(os.path.join(csrc, header), encoding="utf-8") as f:
+                declared |= declared_only(f.read(), namespace, members)
+        except OSError as e:
+            raise PatchError(f"{LABEL}: {os.path.join(csrc, header)}: {e.strerror}: torch's headers are not "
+                             "installed") from None
+    found = unusable_names(facts.locals, facts.machine, declared, frozenset(facts.exported_helpers))
+    return tuple(sorted(found.items()))
 
 
 def _given(path, what: str) -> str:
@@ -134,7 +155,7 @@ def _check_same_torch(folder: str, identity: dict) -> None:
 
 def _facts(folder: str, library: str, identity: dict) -> torch_library.LibtorchFacts:
     """read_facts of libtorch, kept in the folder for this torch."""
-    path = os.path.join(folder, _FACTS)
+    path = os.path.join(folder, FACTS)
     kept = read_own(path)
     try:
         data = json.loads(kept) if kept else None
@@ -147,8 +168,7 @@ def _facts(folder: str, library: str, identity: dict) -> torch_library.LibtorchF
     except (OSError, torch_library.ElfError) as e:
         raise PatchError(f"{LABEL}: {library}: {getattr(e, 'strerror', None) or e}: cannot tell which of "
                          "its Functions a patch can replace") from None
-    record = {k: sorted(v) if isinstance(v, (frozenset, tuple)) else v for k, v in facts.__dict__.items()}
-    build_stamp.write_json(path, {"torch": identity, "facts": record})
+    build_stamp.write_json(path, {"torch": identity, "facts": facts.to_record()})
     return facts
 
 
@@ -192,9 +212,9 @@ def _failure_line(e: runner.BuildError) -> str:
         pass
     missing = _UNDEFINED.search(text)
     if missing:
-        return (f"{LABEL}: the patch uses {missing.group(1)}, which libtorch does not export: it cannot link "
-                f"(--functions-manual FunctionsManual.cpp compiles FunctionsManual's helpers into the patch; "
-                f"log: {e.log})")
+        return (f"{LABEL}: the patch uses {missing.group(1)}, which libtorch neither exports nor locates in its "
+                f"symbol table: it cannot link (--functions-manual FunctionsManual.cpp compiles FunctionsManual's "
+                f"helpers into the patch; log: {e.log})")
     first = e.first_error or str(e).splitlines()[0]
     return f"{LABEL}: {first} (log: {e.log})"
 

@@ -31,16 +31,18 @@ class PatchTarget:
     only their out-of-line members are generated, in libtorch's namespace.
 
     `reference`: torch's own (native_functions.yaml, derivatives.yaml,
-    tags.yaml), against which an edit is found; `hidden_helpers`: the
-    FunctionsManual helpers libtorch does not export (a formula calling one
-    cannot link), empty when FunctionsManual.cpp is compiled into the patch;
+    tags.yaml), against which an edit is found; `unusable_helpers`:
+    (name, why) of each name a formula could call that libtorch defines
+    with no symbol a patch can reach (stripped, clones only, inlined only:
+    torch_patch/libtorch_locals.py), empty when FunctionsManual.cpp is
+    compiled into the patch;
     `every`: every Function that can be patched, not only the edited ones;
     `bound_locally`: classes whose members libtorch binds to itself, which
     no other library can replace (read off the library by the tool).
     """
     functions_h: str
     reference: tuple[str, str, Optional[str]]
-    hidden_helpers: tuple[str, ...] = ()
+    unusable_helpers: tuple[tuple[str, str], ...] = ()
     every: bool = False
     bound_locally: tuple[str, ...] = ()
 

@@ -86,7 +86,7 @@ class FunctionsRequest:
             includes = [includes]
         if isinstance(patch, dict):  # (from_json)
             patch = PatchTarget(patch["functions_h"], tuple(patch["reference"]),
-                                tuple(patch["hidden_helpers"]), bool(patch["every"]),
+                                tuple((n, w) for n, w in patch["unusable_helpers"]), bool(patch["every"]),
                                 tuple(patch["bound_locally"]))
         emit = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels), python=parse_python(python), patch=patch)
