@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from support.functions_reference import installed_functions_h, read_structs
-from support.opinfo_diff import counts, differing_ops, equal_gradients, ops_reaching, read_run
+from support.opinfo_diff import GRADIENTS, counts, differing_ops, equal_gradients, ops_reaching, read_run
 from support.patch_helpers import edited_specs, environ, patch_torch
 
 # (slow: its group starts first in a parallel run, tests/conftest.py)
@@ -122,7 +122,7 @@ def _forward_only(plain, patched, ops) -> dict:
     forward code, so the op's forward differs from itself (linalg.lstsq's,
     now and then: CI's run on 2026-12-04 found it so, where two unpatched
     reruns happened to agree with the first): {op: reason}."""
-    grads = ("grad", "gradgrad", "compiled")
+    grads = GRADIENTS
     same = {op for op in ops
             if all(k in patched and r.get(x) == patched[k].get(x) for k, r in plain.items() if r["op"] == op
                    for x in grads)}

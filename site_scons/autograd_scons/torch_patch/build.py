@@ -37,6 +37,7 @@ from autograd_scons.codegen.build_folder.lock import BuildLock
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.tree import PATCH_SUMMARY
 from autograd_scons.torch_patch import torch_library
+from autograd_scons.torch_patch.build_lists import complex_ops
 from autograd_scons.torch_patch.declarations import declared_only
 from autograd_scons.torch_patch.libtorch_locals import unusable_names
 from autograd_scons.torch_patch.identity import PatchError, TORCH_RECORD, torch_identity
@@ -57,6 +58,9 @@ class PatchResult:
     patched: list = field(default_factory=list)      # the Functions the library defines
     edited: list = field(default_factory=list)       # those that differ from torch's own specs
     left_out: dict = field(default_factory=dict)     # reason -> [Functions] (--all)
+    own: list = field(default_factory=list)          # Functions that are the patch's own classes
+    kernels: list = field(default_factory=list)      # ATen ops whose Autograd kernel the patch replaces
+    kernels_left_out: dict = field(default_factory=dict)   # reason -> [ops] keeping libtorch's (--kernels)
     compiled: list = field(default_factory=list)     # objects compiled by this run
     linked: bool = False
     up_to_date: bool = False
@@ -70,7 +74,7 @@ def default_folder(root: str) -> str:
 
 
 def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=None, derivatives=None,
-                every: bool = False, functions_manual=None, jobs: Optional[int] = None,
+                every: bool = False, kernels: bool = False, functions_manual=None, jobs: Optional[int] = None,
                 verbose: bool = False) -> PatchResult:
     """Bring `folder`'s patch up to date with the specs (torch's own for any
     not given).  Raises PatchError (one line) for a refusal or a failure."""
@@ -94,7 +98,8 @@ def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=Non
                              "binds its own Functions to itself, so no other library can replace them")
         functions_h = os.path.join(root, "include", "torch", "csrc", "autograd", "generated", "Functions.h")
         target = PatchTarget(functions_h, (torch_nf, torch_d, torch_tags),
-                             () if manual else _unusable(root, facts), every, _bound_locally(functions_h, facts))
+                             () if manual else _unusable(root, facts), every, _bound_locally(functions_h, facts),
+                             kernels, tuple(sorted(_complex_ops(torch_d))))
         request = FunctionsRequest.of(specs[0], specs[2], tags=specs[1], namespace=LIBTORCH_NAMESPACE,
                                       includes=TORCH_MANUAL_INCLUDES, kernels=False, python=False,
                                       unity="auto", pch="auto", patch=target)
@@ -130,6 +135,14 @@ def _unusable(root: str, facts: torch_library.LibtorchFacts) -> tuple:
                              "installed") from None
     found = unusable_names(facts.locals, facts.machine, declared, frozenset(facts.exported_helpers))
     return tuple(sorted(found.items()))
+
+
+def _complex_ops(derivatives: str) -> frozenset:
+    try:
+        return complex_ops(derivatives)
+    except (OSError, ValueError, SyntaxError) as e:
+        raise PatchError(f"{LABEL}: cannot read which ops torch differentiates for complex outputs (its "
+                         f"kernels refuse the others): {getattr(e, 'strerror', None) or e}") from None
 
 
 def _given(path, what: str) -> str:
@@ -223,5 +236,6 @@ def _result(folder: str, library: str, up_to_date: bool = False) -> PatchResult:
     data = read_own(os.path.join(folder, "gen", PATCH_SUMMARY))
     summary = json.loads(data) if data else {}
     return PatchResult(folder, library, summary.get("patched", []), summary.get("edited", []),
-                       summary.get("left_out", {}), up_to_date=up_to_date)
+                       summary.get("left_out", {}), summary.get("own_classes", []), summary.get("kernels", []),
+                       summary.get("kernels_left_out", {}), up_to_date=up_to_date)
 

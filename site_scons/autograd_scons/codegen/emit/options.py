@@ -38,13 +38,19 @@ class PatchTarget:
     compiled into the patch;
     `every`: every Function that can be patched, not only the edited ones;
     `bound_locally`: classes whose members libtorch binds to itself, which
-    no other library can replace (read off the library by the tool).
+    no other library can replace (read off the library by the tool);
+    `kernels`: every ATen op whose Autograd kernel the generator can write
+    gets the patch's own, registered over libtorch's (engine/patch_kernels.py);
+    `complex_ops`: the ops torch differentiates for complex outputs (torch's
+    build's list: its kernels refuse the others' complex outputs).
     """
     functions_h: str
     reference: tuple[str, str, Optional[str]]
     unusable_helpers: tuple[tuple[str, str], ...] = ()
     every: bool = False
     bound_locally: tuple[str, ...] = ()
+    kernels: bool = False
+    complex_ops: tuple[str, ...] = ()
 
 
 def parse_python(value) -> bool:

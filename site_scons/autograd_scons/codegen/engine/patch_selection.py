@@ -30,6 +30,7 @@ and counted by reason; without it, only the edited ones are patched.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -63,21 +64,29 @@ class Selection:
     edited: list = field(default_factory=list)       # names of those that differ from torch's own
     left_out: dict = field(default_factory=dict)     # reason -> [names] (with `every`)
     helpers: dict = field(default_factory=dict)      # unusable helper -> [names] that call it
+    own: list = field(default_factory=list)          # Functions that are the patch's own classes
+    kernels: list = field(default_factory=list)      # ATen ops whose Autograd kernel the patch replaces
+    kernels_left_out: dict = field(default_factory=dict)   # reason -> [ops] keeping libtorch's
 
     def summary(self) -> str:
         """What the generated folder records of the selection (patch.json)."""
-        return json.dumps({"patched": [u.name for u in self.units], "edited": self.edited,
-                           "left_out": self.left_out, "hidden_helpers_called": self.helpers},
-                          indent=1, sort_keys=True) + "\n"
+        return json.dumps({"patched": [u.name for u in self.units if u.kind is Kind.FUNCTION],
+                           "edited": self.edited, "left_out": self.left_out, "hidden_helpers_called": self.helpers,
+                           "own_classes": self.own, "kernels": self.kernels,
+                           "kernels_left_out": self.kernels_left_out}, indent=1, sort_keys=True) + "\n"
 
 
-def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None) -> Selection:
-    """The Functions of `units` to patch (see the module's docstring).
+def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None,
+           specs: Optional[tuple] = None) -> Selection:
+    """The Functions of `units` to patch (see the module's docstring), and
+    the ATen kernels (patch_kernels.py) of `specs` (native_functions,
+    derivatives, tags) the patch needs or (PatchTarget.kernels) can have.
     `out_dir` keeps the reference's digests between runs."""
     classes = _installed_classes(target.functions_h)
     reference = reference_digests(target, out_dir)
     hidden, bound = dict(target.unusable_helpers), frozenset(target.bound_locally)
     out = Selection()
+    own: list = []
     for u in units:
         if u.kind is not Kind.FUNCTION:
             continue
@@ -86,17 +95,23 @@ def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None
             continue
         problem = _problem(u, classes.get(u.name), hidden, bound)
         if problem is None:
-            out.units.append(u)
+            out.units.append(dataclasses.replace(u, bound=False))   # libtorch's class: no bindings of ours
             if edited:
                 out.edited.append(u.name)
             continue
         reason, message = problem
+        if edited and reason in (OTHER_MEMBERS, NOT_IN_LIBTORCH) and specs is not None:
+            own.append((u, message))   # the patch's own class, created by kernels of its own
+            continue
         if edited:
             raise SpecError(message, *u.where())
         out.left_out.setdefault(reason, []).append(u.name)
         if reason.startswith(HIDDEN_HELPER):
             for h in sorted(called(u.subject) & set(hidden)):
                 out.helpers.setdefault(h, []).append(u.name)
+    if own or target.kernels:
+        from .patch_kernels import add_kernels   # (it reads the specs' native functions: only then)
+        add_kernels(out, own, target, specs, classes, hidden)
     return out
 
 

@@ -20,6 +20,10 @@ namespace autograd_functions_load {
 // each Function's file calls it.  Defined in support.cpp.
 bool claim(const std::type_info& type, const char* cls);
 
+// Records `op` (`aten::sin`) as an op whose Autograd kernel this library
+// registered over libtorch's; the registration calls it.  Defined in support.cpp.
+bool claim_kernel(const char* op);
+
 // The classes are libtorch's own, claimed by no other library: nothing is
 // refused, so every entry point runs.
 inline void check_loaded() {}
