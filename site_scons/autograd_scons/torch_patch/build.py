@@ -43,6 +43,7 @@ from autograd_scons.torch_patch.libtorch_locals import unusable_names
 from autograd_scons.torch_patch.identity import PatchError, TORCH_RECORD, torch_identity
 
 LIBRARY = "libautograd_torch_patch.so"
+PYTHON_LIBRARY = "libautograd_torch_patch_python.so"   # its own classes' Python types (loaded by the patch)
 SPEC = "patch_spec.json"
 STAMP = ".up_to_date.json"
 LABEL = "patch-torch"
@@ -101,7 +102,7 @@ def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=Non
                              () if manual else _unusable(root, facts), every, _bound_locally(functions_h, facts),
                              kernels, tuple(sorted(_complex_ops(torch_d))))
         request = FunctionsRequest.of(specs[0], specs[2], tags=specs[1], namespace=LIBTORCH_NAMESPACE,
-                                      includes=TORCH_MANUAL_INCLUDES, kernels=False, python=False,
+                                      includes=TORCH_MANUAL_INCLUDES, kernels=False, python=True,
                                       unity="auto", pch="auto", patch=target)
         spec = {"functions": request.to_json(), "functions_manual": manual}
         return _bring_up_to_date(folder, spec, identity, jobs or runner.default_jobs(), verbose, lock)
@@ -195,7 +196,7 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
         return _result(folder, library, up_to_date=True)
     # From here on the folder holds no patch until this build has made one.
     build_stamp.clear_stamp(stamp_path)
-    for path in (library, os.path.join(folder, TORCH_RECORD)):
+    for path in (library, os.path.join(folder, PYTHON_LIBRARY), os.path.join(folder, TORCH_RECORD)):
         if os.path.lexists(path):
             os.unlink(path)
     build_stamp.write_json(os.path.join(folder, TORCH_RECORD), identity)
@@ -207,6 +208,11 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
     except runner.BuildError as e:
         raise PatchError(_failure_line(e)) from None
     publish(linked, library)
+    python_library, python_linked = os.path.join(folder, PYTHON_LIBRARY), os.path.join(folder, "obj", PYTHON_LIBRARY)
+    if os.path.isfile(python_linked):
+        publish(python_linked, python_library)
+    elif os.path.lexists(python_library):
+        os.unlink(python_library)   # (no own class any more)
     build_stamp.write_stamp(stamp_path, key, built.inputs_path, outputs=[library, linked])
     result = _result(folder, library)
     # (objects: the precompiled prelude's precompile, also a compile, is not a TU)

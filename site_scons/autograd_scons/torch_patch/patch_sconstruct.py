@@ -15,7 +15,7 @@ from autograd_scons.buildenv import environment, runner, build_stamp
 from autograd_scons.codegen.engine.update_report import report
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.torch_patch import reach_locals
-from autograd_scons.torch_patch.build import FACTS, LABEL, LIBRARY, SPEC
+from autograd_scons.torch_patch.build import FACTS, LABEL, LIBRARY, PYTHON_LIBRARY, SPEC
 import SCons.Errors
 from autograd_scons.tool import closing_report as tool_report
 
@@ -38,6 +38,10 @@ if spec["functions_manual"]:
 # (TUs or objects: the TUs compiled here, to read the objects' symbols)
 objects = [o if str(o).endswith(env.subst("$SHOBJSUFFIX")) else env.SharedObject(o)[0]
            for o in env.AutogradFunctions("gen", request=request, pch_sources=own)]
+# The Python types of the patch's own classes: a library of their own, which
+# the patch loads once torch's Python module runs (templates/patch_check.cpp).
+bindings = [o for o in objects if os.path.normpath(str(o)).startswith(os.path.join("gen", "python") + os.sep)]
+objects = [o for o in objects if o not in bindings]
 
 
 def _reach_locals(target, source, env):
@@ -67,4 +71,9 @@ build_stamp.record_inputs(lib, build_stamp.INPUTS,
                      + [p for p in (request.native_functions, request.derivatives, request.tags,
                                     *target.reference, spec["functions_manual"]) if p],
                      code_roots=build_stamp.tool_code_roots())
+if bindings:
+    python_lib = env.SharedLibrary(os.path.join("obj", PYTHON_LIBRARY), bindings, SHLIBPREFIX="", SHLIBSUFFIX="",
+                                   LIBS=env["LIBS"] + ["torch_python"],
+                                   LINKFLAGS=[f for f in env["LINKFLAGS"] if f != "-Wl,-z,defs"])
+    Default(python_lib)
 Default(lib)

@@ -88,8 +88,10 @@ def inplace_forward(info: DifferentiabilityInfo, exact: bool) -> list[Forward]:
         else:
             formula = f"self_t_raw.defined() ? self_t_raw.copy_({formula}) : {formula}"
     original = _used(formula, "original_self_p") or _used(formula, "original_self_t")
-    return [Forward(formula, ("self",), fd.var_types, tuple(fd.required_inputs_fw_grad), primals, original,
-                    not exact, fd.line)]
+    tangents = tuple(fd.required_inputs_fw_grad)
+    if not exact and "self" not in tangents:
+        tangents += ("self",)   # (the rewrite writes self's tangent: torch's build would not compile without it)
+    return [Forward(formula, ("self",), fd.var_types, tangents, primals, original, not exact, fd.line)]
 
 
 def _is_list(t) -> bool:

@@ -117,8 +117,10 @@ def render_aten_kernel(k: AtenKernel) -> dict[str, str]:
     body += [f'check_no_requires_grad({n}, "{n}", "{o.name}");' for n, _ in o.diff_inputs
              if n not in {m for m, _ in o.with_formula} and n not in info.non_differentiable_arg_names
              and n != "output"]
+    own = k.function_class.startswith(OWN_NAMESPACE + "::")
     body += load("aten_grad_fn.cpp").lines(
         function=k.function_class, args=", ".join(n for n, _ in o.with_formula),
+        bind_python=["::autograd_functions_load::bind_python();"] if own else [],
         save=_save(o, info.all_saved_inputs, is_output=False)
         + [f"grad_fn->{n}_size_ = {n}.size();" for n, is_list in o.with_formula if is_list])
     body += _call(o, ret, types, unpacked, names, try_decomposition)

@@ -98,10 +98,11 @@ class EmitOptions:
         if self.namespace is not None and not _NAMESPACE_RE.fullmatch(self.namespace):
             raise ValueError(f"namespace {self.namespace!r} is not a C++ namespace name like 'a::b'")
         if self.patch is not None:
-            # A patch defines members of libtorch's classes, and nothing else.
-            if self.namespace != LIBTORCH_NAMESPACE or self.kernels or self.python:
+            # A patch defines members of libtorch's classes (Python bindings
+            # only for its own classes), and no extension op's kernel.
+            if self.namespace != LIBTORCH_NAMESPACE or self.kernels:
                 raise ValueError(f"a patch of libtorch's Functions is generated in '{LIBTORCH_NAMESPACE}', "
-                                 "without kernels or Python bindings")
+                                 "without kernels or Python bindings of extension ops")
         elif self.namespace == LIBTORCH_NAMESPACE:
             raise ValueError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
                              f"would be defined twice; choose another")
