@@ -14,13 +14,10 @@ from autograd_scons.codegen.engine.patch_selection import BOUND_LOCALLY, HIDDEN_
 from autograd_scons.codegen.tree import PATCH_REFERENCE, PATCH_SUMMARY
 from autograd_scons.codegen.engine.units import load_units
 
-NATIVE = """\
-- func: sin(Tensor self) -> Tensor
-- func: cos(Tensor self) -> Tensor
-- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
-- func: eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
-- func: angle(Tensor self) -> Tensor
-"""
+# (each with a backend kernel: libtorch gives such an op an Autograd kernel)
+NATIVE = "".join(f"- func: {schema}\n  dispatch:\n    CPU: kernel_{i}\n" for i, schema in enumerate((
+    "sin(Tensor self) -> Tensor", "cos(Tensor self) -> Tensor", "mul.Tensor(Tensor self, Tensor other) -> Tensor",
+    "eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", "angle(Tensor self) -> Tensor")))
 SIN = "- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj()\n"
 DERIVATIVES = SIN + """
 - name: mul.Tensor(Tensor self, Tensor other) -> Tensor
@@ -172,3 +169,58 @@ def test_libtorchs_namespace_stays_refused_to_extensions():
         EmitOptions(namespace=LIBTORCH_NAMESPACE, patch=target)
     with pytest.raises(ValueError):
         EmitOptions(namespace="myops::autograd", kernels=False, python=False, patch=target)
+
+
+# ----------------------------------------------- the patch's own kernels and classes
+
+def kernel_target(specs, **kw):
+    kw.setdefault("complex_ops", ("sin", "mul"))
+    return specs[1](**kw)
+
+
+def chosen_with_kernels(specs, text, **kw):
+    write, _, nf, out = specs
+    path = write(text)
+    return select(load_units(nf, path, kernels=False), kernel_target(specs, **kw), out, (nf, path, None))
+
+
+def test_kernels_replace_every_op_that_can_have_one_and_count_the_rest(specs):
+    s = chosen_with_kernels(specs, DERIVATIVES, kernels=True, unusable_helpers=())
+    assert s.kernels == ["aten::sin", "aten::mul.Tensor", "aten::eq_.Scalar", "aten::angle"]
+    assert s.kernels_left_out == {"no derivatives entry": ["aten::cos"]}
+    assert s.own == [] and [u.name for u in s.units if u.kind.value == "function"] == []
+    kernel = next(u for u in s.units if u.name == "aten::sin").subject
+    assert kernel.function_class == "torch::autograd::generated::SinBackward0" and kernel.complex_ok
+    assert not next(u for u in s.units if u.name == "aten::angle").subject.complex_ok
+
+
+def test_an_edit_that_changes_what_is_saved_gets_its_own_class_and_kernels(specs):
+    text = DERIVATIVES.replace("grad * self.cos().conj()", "grad * result.cos().conj()")
+    s = chosen_with_kernels(specs, text)
+    assert s.own == ["SinBackward0"] == s.edited and s.kernels == ["aten::sin"]
+    own = next(u for u in s.units if u.name == "SinBackward0")
+    assert own.bound   # (its Python type: the patch's own bindings)
+    files = own.render(EmitOptions(namespace=LIBTORCH_NAMESPACE, kernels=False, python=True,
+                                   patch=kernel_target(specs)))
+    assert "struct SinBackward0 : public TraceableFunction" in files["functions/SinBackward0.h"]
+    assert "namespace torch::autograd::generated::autograd_scons_patch {" in files["functions/SinBackward0.h"]
+    kernel = next(u for u in s.units if u.name == "aten::sin").subject
+    assert kernel.function_class == "torch::autograd::generated::autograd_scons_patch::SinBackward0"
+
+
+def test_a_new_entry_gets_its_own_class_and_kernel(specs):
+    text = DERIVATIVES + "\n- name: cos(Tensor self) -> Tensor\n  self: -grad * self.sin().conj()\n"
+    s = chosen_with_kernels(specs, text)
+    assert s.own == ["CosBackward0"] and s.kernels == ["aten::cos"]
+
+
+def test_an_edit_whose_op_cannot_get_a_kernel_is_refused_at_its_entry(specs):
+    write, target, nf, out = specs
+    with open(nf, "a") as f:
+        f.write("- func: scale_into(Tensor(a!) buffer, Tensor x) -> Tensor\n  dispatch:\n    CPU: scale_into\n")
+    text = DERIVATIVES + "\n- name: scale_into(Tensor(a!) buffer, Tensor x) -> Tensor\n  x: grad * 2\n"
+    with pytest.raises(SpecError) as e:
+        chosen_with_kernels(specs, text)
+    assert "its op scale_into keeps libtorch's Autograd kernel (not supported by the kernel generator: a " \
+           "mutable op)" in str(e.value) and "needs PyTorch rebuilt" in str(e.value)
+    assert e.value.entry == "scale_into(Tensor(a!) buffer, Tensor x) -> Tensor"

@@ -127,9 +127,8 @@ def render_aten_kernel(k: AtenKernel) -> dict[str, str]:
     if o.outputs:
         history = "rebase" if (o.inplace or fs.kind() == OUT) and not o.view else "set"
         body += load("aten_history.cpp").lines(history=history, outs=", ".join(n for n, _ in o.outputs))
-    if not k.complex_ok:
-        body += [f'throw_error_for_complex_autograd({n}, "{o.base}");' for n, t in o.outputs
-                 if t in ("at::Tensor", "::std::vector<at::Tensor>")]
+    if not k.complex_ok:   # (as torch's: a Tensor output, not a list one, nor an in-place op's reference)
+        body += [f'throw_error_for_complex_autograd({n}, "{o.base}");' for n, t in o.outputs if t == "at::Tensor"]
     if o.fw:
         body += forward_statements(o.fw, o.diff_inputs, o.inplace)
     elif not try_decomposition:
