@@ -1,5 +1,5 @@
 """What torch's own build knows of its Autograd kernels beyond the specs,
-read from the installed torchgen's `gen_variable_type.py` as data (its
+read from the installed torchgen's `gen_variable_type` module as data (its
 source parsed, never imported or run): the ops whose kernels let complex
 outputs be differentiated.  libtorch's kernel of any other op raises
 "<op> does not support automatic differentiation for outputs with complex
@@ -17,7 +17,7 @@ _LISTS = ("GRADIENT_IMPLEMENTED_FOR_COMPLEX", "GRADIENT_IMPLEMENTED_FOR_SPARSE_C
 
 
 def complex_ops(derivatives: str) -> frozenset:
-    """The union of torch's two lists, from the gen_variable_type.py beside
+    """The union of torch's two lists, from the gen_variable_type module beside
     `derivatives` (torchgen's packaged derivatives.yaml).  Raises OSError,
     or ValueError when the lists are not set literals of strings there."""
     path = os.path.join(os.path.dirname(os.path.abspath(derivatives)), "gen_variable_type.py")
@@ -32,5 +32,5 @@ def complex_ops(derivatives: str) -> frozenset:
                 raise ValueError(f"{path}: {node.targets[0].id} is not a set of op names")
             found[node.targets[0].id] = value
     if _LISTS[0] not in found:
-        raise ValueError(f"{path}: no {_LISTS[0]}: not torch's gen_variable_type.py")
+        raise ValueError(f"{path}: no {_LISTS[0]}: not torch's gen_variable_type module")
     return frozenset().union(*found.values())
