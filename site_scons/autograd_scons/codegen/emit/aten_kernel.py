@@ -113,7 +113,7 @@ def render_aten_kernel(k: AtenKernel) -> dict[str, str]:
         body.append("::std::optional<at::Tensor> original_self;")
         needing = [_fw_name(fd) for fd in o.fw if fd.needs_original_self]
         if needing:
-            body += [f"if ({' || '.join(needing)}) {{", "  original_self = self.clone();", "}"]
+            body += load("aten_clone_self.cpp").lines(cond=" || ".join(needing))
     body += [f'check_no_requires_grad({n}, "{n}", "{o.name}");' for n, _ in o.diff_inputs
              if n not in {m for m, _ in o.with_formula} and n not in info.non_differentiable_arg_names
              and n != "output"]
@@ -135,7 +135,7 @@ def render_aten_kernel(k: AtenKernel) -> dict[str, str]:
         body += _forbid(o)
     saved_outputs = _save(o, info.all_saved_outputs, is_output=True)
     if saved_outputs:
-        body += ["if (grad_fn) {", *[f"  {s}" for s in saved_outputs], "}"]
+        body += load("aten_save_outputs.cpp").lines(save=saved_outputs)
     if fs.returns:
         body.append(f"return {_return_value(o)};")
     kernel = f"{k.stem}_autograd"
@@ -308,7 +308,7 @@ def _save(o: _Op, attrs, *, is_output: bool) -> list[str]:
             expr = f"{expr}.has_value() ? ::std::optional<std::string>(std::string({expr}.value())) : ::std::nullopt"
         guard = None if is_output else _guard(o, a)
         lines = ([prepend] if prepend else []) + [f"grad_fn->{member} = {expr};"]
-        out += lines if guard is None else [f"if ({guard}) {{", *[f"  {x}" for x in lines], "}"]
+        out += lines if guard is None else load("aten_guarded_save.cpp").lines(guard=guard, save=lines)
     return out
 
 

@@ -90,13 +90,12 @@ DERIVED_FOREACH = ("derived for a _foreach_ op from an entry whose edit changes 
                    "generates no _foreach_ kernel: libtorch's Function and kernel stay)")
 
 
-def add_kernels(out, own: list, target, specs: Optional[tuple], classes: dict, unusable: dict) -> None:
+def add_kernels(out, own: list, target, specs: Optional[tuple], classes: dict) -> None:
     """Add to the selection `out` the patch's own classes of `own` ((unit,
     why libtorch's class will not do) of the edited Functions), the kernels
     creating them, and with `target.kernels` every other kernel that can be
     generated; each op left with libtorch's kernel counted by reason."""
     from ..errors import SpecError
-    from .patch_selection import HIDDEN_HELPER, called
     if specs is None or not target.complex_ops:
         raise SpecError("the patch's Autograd kernels need torch's specs and its list of the ops it "
                         "differentiates for complex outputs", target.functions_h)
@@ -118,10 +117,6 @@ def add_kernels(out, own: list, target, specs: Optional[tuple], classes: dict, u
                     if refused else "no ATen op with a kernel creates it")
             raise SpecError(f"{message.split('; ')[0]}: the patch would need its own class and kernels, but "
                             f"{what}; this edit needs PyTorch rebuilt", *u.where())
-        helpers = sorted(called(u.subject) & set(unusable))
-        if helpers:
-            raise SpecError(f"'{u.name}' uses {helpers[0]}, which libtorch defines with no symbol a patch can "
-                            f"reach ({HIDDEN_HELPER}): {unusable[helpers[0]]}", *u.where())
         own_names.add(u.name)
         out.own.append(u.name)
         out.edited.append(u.name)

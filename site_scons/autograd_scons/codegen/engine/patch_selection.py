@@ -109,9 +109,14 @@ def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None
         if reason.startswith(HIDDEN_HELPER):
             for h in sorted(called(u.subject) & set(hidden)):
                 out.helpers.setdefault(h, []).append(u.name)
+    for u, _ in own:   # (an own class calls libtorch's helpers too)
+        calls = sorted(called(u.subject) & set(hidden))
+        if calls:
+            raise SpecError(f"'{u.name}' uses {calls[0]}, which libtorch defines with no symbol a patch can "
+                            f"reach: {hidden[calls[0]]}", *u.where())
     if own or target.kernels:
         from .patch_kernels import add_kernels   # (it reads the specs' native functions: only then)
-        add_kernels(out, own, target, specs, classes, hidden)
+        add_kernels(out, own, target, specs, classes)
     return out
 
 
