@@ -19,7 +19,15 @@ precompiled prelude starts cold), with the compiler `$CXX` (default g++):
   PyTorch costs for one formula, before its autograd kernels and link;
 - the header parse: one TU of the patch's prelude alone (FunctionsManual.h,
   libtorch's Functions.h, ATen), compiled with the same command: the unit of
-  CPU time the table is also given in.
+  CPU time the table is also given in;
+- an edit that changes what a Function saves (`sin`'s formula on its
+  `result`, a new factor each time), in the default-mode folder: the patch's
+  own class and the Autograd kernels of `sin` and `sin_`, rebuilt, then
+  `run-patched` of `gradcheck(torch.sin)`; beside it what a PyTorch rebuild
+  recompiles for that edit: torchgen's Functions, VariableType and
+  python_functions regenerated, and the shards holding `sin` compiled
+  (`Functions.cpp`, the `VariableType_<k>.cpp` with sin's kernels, the
+  `python_functions_<k>.cpp` with SinBackward0's Python type).
 
 Each step reports wall and CPU seconds (user + sys of the process and its
 children) and the objects compiled; the figures go to DIR/results.json and
@@ -45,6 +53,44 @@ from rebuild_floors import without_prelude  # noqa: E402
 SIN = "- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj()\n"
 GRADCHECK = ("import torch; x = torch.rand(8, dtype=torch.float64, requires_grad=True); "
              "print(torch.autograd.gradcheck(torch.sin, (x,), raise_exception=False))")
+# (a member-changing edit: the grad_fn saves `result`; the factor makes gradcheck fail, seen)
+GRADCHECK_MEMBER = GRADCHECK.replace("print(", "print(hasattr(torch.sin(x).grad_fn, '_saved_result'), ")
+TORCHGEN_KERNELS = """\
+import os, sys
+import torchgen
+from torchgen.api import cpp
+from torchgen.api.autograd import match_differentiability_info
+from torchgen.gen import parse_native_yaml
+from torchgen.packaged.autograd.gen_variable_type import gen_variable_type
+from torchgen.packaged.autograd.load_derivatives import load_derivatives
+nf, tags, d, out = sys.argv[1:5]
+infos, used_keys = load_derivatives(d, nf, tags)
+fns = sorted(parse_native_yaml(nf, tags).native_functions, key=lambda f: cpp.name(f.func))
+fns_with_infos = match_differentiability_info(fns, infos)
+templates = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "templates")
+gen_variable_type(out, nf, tags, fns_with_infos, templates, used_keys)
+"""
+
+
+def member_edited(folder: str, k: int) -> str:
+    """sin's formula on its result instead of its input (a new factor each time)."""
+    nf, tags, d = spec_paths()
+    with open(d, encoding="utf-8") as f:
+        text = f.read()
+    path = os.path.join(folder, "derivatives_member.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace(SIN, SIN.replace("self.cos().conj()", f"result.asin().cos().conj() * {k + 2}")))
+    return path
+
+
+def shard_holding(folder: str, prefix: str, needle: str) -> str:
+    """The generated `<prefix>_<k>.cpp` of `folder` whose text holds `needle`."""
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(prefix + "_") and name.endswith(".cpp"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                if needle in f.read():
+                    return os.path.join(folder, name)
+    raise SystemExit(f"bench_patch: no {prefix}_*.cpp in {folder} holds {needle!r}")
 
 
 def edited(folder: str, k: int) -> str:
@@ -80,6 +126,36 @@ def alone(cmd: list[str], source: str, obj: str, includes=()) -> list[str]:
     words[words.index("-o") + 1] = obj
     words[-1] = source
     return [words[0], *(f"-I{i}" for i in includes), *words[1:]]
+
+
+def member(k: int, work: str, env: dict, edits: str, cmd: list, nf: str, tags: str, record) -> None:
+    """The member-changing edit: the patch's loop, then PyTorch's regeneration
+    and the compile of the three shards holding sin (the first time)."""
+    d = member_edited(work, k)
+    r, n = patch(env, edits, "--derivatives", d)
+    record("member edit: patch-torch (own class, kernels of sin and sin_)", r, n)
+    r = _common.run([sys.executable, "-m", "autograd_scons", "run-patched", edits, "--",
+                     sys.executable, "-c", GRADCHECK_MEMBER], env=env)
+    assert r.stdout.split()[-2:] == ["True", "False"], r.stdout + r.stderr   # its own class, its wrong formula
+    record("member edit: run-patched gradcheck(torch.sin)", r)
+    tg = os.path.join(work, "torchgen_member")
+    gen = os.path.join(tg, "torch", "csrc", "autograd", "generated")
+    os.makedirs(gen, exist_ok=True)
+    r = _common.timed(torchgen_cmd(nf, tags, d, gen, python=True))
+    assert r.returncode == 0, r.stderr[-2000:]
+    kernels = _common.timed([sys.executable, "-c", TORCHGEN_KERNELS, nf, tags, d, gen])
+    assert kernels.returncode == 0, kernels.stderr[-2000:]
+    r.wall, r.cpu = r.wall + kernels.wall, r.cpu + kernels.cpu
+    record("torchgen: regenerate Functions, VariableType, python_functions", r)
+    if k:
+        return
+    for what, source in (("Functions.cpp", os.path.join(gen, "Functions.cpp")),
+                         ("the VariableType shard with sin", shard_holding(gen, "VariableType", "SinBackward0")),
+                         ("the python_functions shard with sin", shard_holding(gen, "python_functions",
+                                                                               "SinBackward0"))):
+        r = _common.timed(alone(cmd, source, os.path.join(work, "shard.o"), [tg]), cwd=edits)
+        assert r.returncode == 0, r.stderr[-2000:]
+        record(f"torchgen: compile {what}", r, 1)
 
 
 def main(argv=None) -> int:
@@ -130,6 +206,7 @@ def main(argv=None) -> int:
         r = _common.timed(alone(cmd, parse_src, os.path.join(work, "parse.o")), cwd=every)
         assert r.returncode == 0, r.stderr[-2000:]
         record("header parse: the patch's prelude alone", r, 1)
+        member(k, work, env, edits, cmd, nf, tags, record)
     results["summary"] = {name: {k: summarize([s[k] for s in runs]) for k in ("wall", "cpu")}
                           for name, runs in results["steps"].items()}
     with open(os.path.join(work, "results.json"), "w") as f:

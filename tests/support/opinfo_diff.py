@@ -2,7 +2,7 @@
 digest: one side of the patch differential (tests/torch_patch/test_patch_opinfo.py).
 Run in a child process, with or without a patch preloaded:
 
-    python -m support.opinfo_diff OUT.jsonl [--ops NAME,...] [--compiled-every K] [--shard I/N]
+    python -m support.opinfo_diff OUT.jsonl [--ops NAME,...] [--compiled-every K] [--shard I/N] [--forward-ad]
 
 For every OpInfo of `op_db` (and of the `_foreach_*` ops' lists beside
 it) that supports autograd on CPU, in float64 and
@@ -10,7 +10,10 @@ in complex128 where the op supports it, and for each of its samples: the
 forward, the first-order gradients against seeded cotangents, the
 second-order ones where the OpInfo supports gradgrad, and, for every K-th
 op, the first-order gradients again under compiled autograd (so that the
-Functions' `compiled_args` and `apply_with_saved` run).  One JSON line per
+Functions' `compiled_args` and `apply_with_saved` run), and with
+`--forward-ad`, for the ops that support it, the outputs' tangents with
+seeded tangents on every differentiable input (dual tensors: the Autograd
+kernels' forward formulas run).  One JSON line per
 sample: each result's digest (dtype, shape, bytes with NaNs by position)
 or its error (type and first line), and the names of the autograd nodes
 its graphs reached.  Seeds depend on the op, dtype and sample alone, and
@@ -97,7 +100,30 @@ def _cotangents(outs, seed):
     return [torch.randn(o.shape, dtype=o.dtype, generator=g) for o in outs]
 
 
-def run_sample(op, variant, dtype, index, sample, compiled: bool) -> dict:
+def _forward_ad(op, fn, sample, key):
+    """The outputs' tangents, every differentiable input made a dual tensor
+    with a seeded tangent: digests, or the error."""
+    import torch
+    import torch.autograd.forward_ad as fwAD
+    from torch.utils._pytree import tree_map
+    g = torch.Generator().manual_seed(_seed(key, "t"))
+
+    def dual(x):
+        if isinstance(x, torch.Tensor) and x.requires_grad and (x.is_floating_point() or x.is_complex()):
+            return fwAD.make_dual(x.detach(), torch.randn(x.shape, dtype=x.dtype, generator=g))
+        return x
+    try:
+        with fwAD.dual_level():
+            inp, args, kwargs = tree_map(dual, (sample.input, sample.args, sample.kwargs))
+            out = op.gradcheck_wrapper(fn, inp, *args, **kwargs)
+            outs = [t for t in _leaves(sample.output_process_fn_grad(out)) if isinstance(t, torch.Tensor)]
+            tangents = [fwAD.unpack_dual(t).tangent for t in outs]
+            return [digest(t) if t is not None else None for t in tangents]
+    except Exception as e:
+        return _error(e)
+
+
+def run_sample(op, variant, dtype, index, sample, compiled: bool, forward_ad: bool = False) -> dict:
     """One sample through `variant` ("" for the function, "inplace" for the
     in-place variant on a copy of the input, as test_ops does)."""
     import torch
@@ -136,6 +162,8 @@ def run_sample(op, variant, dtype, index, sample, compiled: bool) -> dict:
         if compiled:
             rec["compiled"] = _compiled_grads(outs, ins, cots)
     rec["reached"] = sorted(reached)
+    if forward_ad and op.supports_forward_ad:
+        rec["forward_ad"] = _forward_ad(op, fn, sample, key)
     return rec
 
 
@@ -164,6 +192,7 @@ def main(argv=None) -> int:
     p.add_argument("--ops", default="", help="comma-separated OpInfo full names (default: all)")
     p.add_argument("--compiled-every", type=int, default=0, help="compiled autograd on every K-th op (0: none)")
     p.add_argument("--shard", default="0/1", help="I/N: the I-th of N interleaved parts of the ops")
+    p.add_argument("--forward-ad", action="store_true", help="also the outputs' tangents through dual tensors")
     args = p.parse_args(argv)
     shard, shards = map(int, args.shard.split("/"))
     warnings.simplefilter("ignore")
@@ -196,7 +225,7 @@ def main(argv=None) -> int:
                     for i, s in enumerate(samples):
                         compiled = bool(args.compiled_every) and n % args.compiled_every == 0 and i == 0 \
                             and dtype == torch.float64 and not variant
-                        f.write(json.dumps(run_sample(op, variant, dtype, i, s, compiled)) + "\n")
+                        f.write(json.dumps(run_sample(op, variant, dtype, i, s, compiled, args.forward_ad)) + "\n")
             f.flush()
     return 0
 
@@ -207,7 +236,8 @@ if __name__ == "__main__":
 
 # ------------------------------------------------------------- comparing runs
 
-RESULTS = ("forward", "grad", "gradgrad", "compiled")
+RESULTS = ("forward", "grad", "gradgrad", "compiled", "forward_ad")
+GRADIENTS = ("grad", "gradgrad", "compiled", "forward_ad")
 
 
 def read_run(path: str) -> tuple[dict, dict]:
@@ -226,7 +256,7 @@ def differing_ops(a: dict, b: dict) -> set:
 def counts(records: dict, leave_out=frozenset()) -> dict:
     """What a run compared: ops, samples, gradients (first, second order, compiled)."""
     kept = [r for r in records.values() if r["op"] not in leave_out]
-    grads = sum(len(r[x]) for r in kept for x in ("grad", "gradgrad", "compiled") if isinstance(r.get(x), list))
+    grads = sum(len(r[x]) for r in kept for x in GRADIENTS if isinstance(r.get(x), list))
     return {"ops": len({r["op"] for r in kept}), "samples": len(kept), "gradients": grads}
 
 
@@ -241,7 +271,7 @@ def equal_gradients(a: dict, b: dict, leave_out=frozenset()) -> int:
         other = b.get(k, {})
         if r["op"] in leave_out:
             continue
-        for x in ("grad", "gradgrad", "compiled"):
+        for x in GRADIENTS:
             mine, theirs = r.get(x), other.get(x)
             if isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
                 same += sum(1 for m, t in zip(mine, theirs) if m == t)

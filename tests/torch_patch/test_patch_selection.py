@@ -15,13 +15,10 @@ from autograd_scons.codegen.engine.patch_selection import BOUND_LOCALLY, HIDDEN_
 from autograd_scons.codegen.tree import PATCH_REFERENCE, PATCH_SUMMARY
 from autograd_scons.codegen.engine.units import load_units
 
-NATIVE = """\
-- func: sin(Tensor self) -> Tensor
-- func: cos(Tensor self) -> Tensor
-- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
-- func: eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)
-- func: angle(Tensor self) -> Tensor
-"""
+# (each with a backend kernel: libtorch gives such an op an Autograd kernel)
+NATIVE = "".join(f"- func: {schema}\n  dispatch:\n    CPU: kernel_{i}\n" for i, schema in enumerate((
+    "sin(Tensor self) -> Tensor", "cos(Tensor self) -> Tensor", "mul.Tensor(Tensor self, Tensor other) -> Tensor",
+    "eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", "angle(Tensor self) -> Tensor")))
 SIN = "- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj()\n"
 DERIVATIVES = SIN + """
 - name: mul.Tensor(Tensor self, Tensor other) -> Tensor
@@ -34,8 +31,10 @@ DERIVATIVES = SIN + """
 - name: angle(Tensor self) -> Tensor
   self: angle_backward(grad, self)
 """
-# What libtorch keeps local, as torch_library.py reads it off the library.
-HIDDEN = ("TypeAndSize::zeros", "angle_backward")
+# What libtorch defines with no symbol a patch can reach, and why, as
+# torch_patch/libtorch_locals.py reads it off the library.
+CLONES = "libtorch_cpu.so has only compiler clones of it"
+HIDDEN = (("TypeAndSize::zeros", "its symbol table is stripped"), ("angle_backward", CLONES))
 
 
 @pytest.fixture
@@ -58,7 +57,7 @@ def specs(tmp_path):
         return str(path)
 
     def target(**kw):
-        kw.setdefault("hidden_helpers", HIDDEN)
+        kw.setdefault("unusable_helpers", HIDDEN)
         return PatchTarget(str(functions_h), (str(nf), str(reference), None), **kw)
 
     out = tmp_path / "gen"
@@ -80,7 +79,8 @@ def test_unedited_specs_patch_nothing_and_an_edit_patches_its_function(specs):
 def test_all_patches_what_can_be_and_counts_the_rest_by_reason(specs):
     s = chosen(specs, DERIVATIVES, every=True)
     assert [u.name for u in s.units] == ["SinBackward0", "MulBackward0"] and s.edited == []
-    assert s.left_out == {HIDDEN_HELPER: ["EqBackward0", "AngleBackward0"]}
+    assert s.left_out == {f"{HIDDEN_HELPER} (its symbol table is stripped)": ["EqBackward0"],
+                          f"{HIDDEN_HELPER} ({CLONES})": ["AngleBackward0"]}
     assert s.helpers == {"TypeAndSize::zeros": ["EqBackward0"], "angle_backward": ["AngleBackward0"]}
     bound = chosen(specs, DERIVATIVES, every=True, bound_locally=("MulBackward0",))
     assert bound.left_out[BOUND_LOCALLY] == ["MulBackward0"]
@@ -101,12 +101,13 @@ def test_a_new_entry_is_refused(specs):
         chosen(specs, text)
 
 
-def test_an_edited_formula_using_a_hidden_helper_is_refused_unless_functions_manual(specs):
+def test_an_edited_formula_using_an_unusable_helper_is_refused_unless_functions_manual(specs):
     text = DERIVATIVES.replace("angle_backward(grad, self)", "angle_backward(grad, self) * 2")
-    with pytest.raises(SpecError, match="uses angle_backward, which libtorch does not export.*--functions-manual"):
+    with pytest.raises(SpecError, match=f"uses angle_backward, which libtorch defines with no symbol a patch can "
+                                        f"reach: {CLONES}.*--functions-manual"):
         chosen(specs, text)
-    # FunctionsManual.cpp compiled in: nothing is hidden
-    assert [u.name for u in chosen(specs, text, hidden_helpers=()).units] == ["AngleBackward0"]
+    # FunctionsManual.cpp compiled in (or a usable symbol): nothing is refused
+    assert [u.name for u in chosen(specs, text, unusable_helpers=()).units] == ["AngleBackward0"]
     # a member of a saved value's class (libtorch keeps TypeAndSize::zeros local)
     with pytest.raises(SpecError, match="uses TypeAndSize::zeros"):
         chosen(specs, DERIVATIVES.replace("self: zeros_like(self)", "self: zeros_like(self) * 2"))
@@ -158,7 +159,7 @@ def test_a_patch_tree_defines_libtorchs_classes_and_records_the_selection(specs)
     with open(os.path.join(out, "prelude_impl.h")) as f:
         assert "inline void copy_range" not in f.read()   # libtorch's own, beside ours, would be ambiguous
     with open(os.path.join(out, PATCH_SUMMARY)) as f:
-        assert '"uses a helper libtorch does not export": [\n   "EqBackward0"' in f.read()
+        assert f'"{HIDDEN_HELPER} (its symbol table is stripped)": [\n   "EqBackward0"' in f.read()
 
 
 def test_libtorchs_namespace_stays_refused_to_extensions():
@@ -169,3 +170,58 @@ def test_libtorchs_namespace_stays_refused_to_extensions():
         EmitOptions(namespace=LIBTORCH_NAMESPACE, patch=target)
     with pytest.raises(ValueError):
         EmitOptions(namespace="myops::autograd", kernels=False, python=False, patch=target)
+
+
+# ----------------------------------------------- the patch's own kernels and classes
+
+def kernel_target(specs, **kw):
+    kw.setdefault("complex_ops", ("sin", "mul"))
+    return specs[1](**kw)
+
+
+def chosen_with_kernels(specs, text, **kw):
+    write, _, nf, out = specs
+    path = write(text)
+    return select(load_units(nf, path, kernels=False), kernel_target(specs, **kw), out, (nf, path, None))
+
+
+def test_kernels_replace_every_op_that_can_have_one_and_count_the_rest(specs):
+    s = chosen_with_kernels(specs, DERIVATIVES, kernels=True, unusable_helpers=())
+    assert s.kernels == ["aten::sin", "aten::mul.Tensor", "aten::eq_.Scalar", "aten::angle"]
+    assert s.kernels_left_out == {"no derivatives entry": ["aten::cos"]}
+    assert s.own == [] and [u.name for u in s.units if u.kind.value == "function"] == []
+    kernel = next(u for u in s.units if u.name == "aten::sin").subject
+    assert kernel.function_class == "torch::autograd::generated::SinBackward0" and kernel.complex_ok
+    assert not next(u for u in s.units if u.name == "aten::angle").subject.complex_ok
+
+
+def test_an_edit_that_changes_what_is_saved_gets_its_own_class_and_kernels(specs):
+    text = DERIVATIVES.replace("grad * self.cos().conj()", "grad * result.cos().conj()")
+    s = chosen_with_kernels(specs, text)
+    assert s.own == ["SinBackward0"] == s.edited and s.kernels == ["aten::sin"]
+    own = next(u for u in s.units if u.name == "SinBackward0")
+    assert own.bound   # (its Python type: the patch's own bindings)
+    files = own.render(EmitOptions(namespace=LIBTORCH_NAMESPACE, kernels=False, python=True,
+                                   patch=kernel_target(specs)))
+    assert "struct SinBackward0 : public TraceableFunction" in files["functions/SinBackward0.h"]
+    assert "namespace torch::autograd::generated::autograd_scons_patch {" in files["functions/SinBackward0.h"]
+    kernel = next(u for u in s.units if u.name == "aten::sin").subject
+    assert kernel.function_class == "torch::autograd::generated::autograd_scons_patch::SinBackward0"
+
+
+def test_a_new_entry_gets_its_own_class_and_kernel(specs):
+    text = DERIVATIVES + "\n- name: cos(Tensor self) -> Tensor\n  self: -grad * self.sin().conj()\n"
+    s = chosen_with_kernels(specs, text)
+    assert s.own == ["CosBackward0"] and s.kernels == ["aten::cos"]
+
+
+def test_an_edit_whose_op_cannot_get_a_kernel_is_refused_at_its_entry(specs):
+    write, target, nf, out = specs
+    with open(nf, "a") as f:
+        f.write("- func: scale_into(Tensor(a!) buffer, Tensor x) -> Tensor\n  dispatch:\n    CPU: scale_into\n")
+    text = DERIVATIVES + "\n- name: scale_into(Tensor(a!) buffer, Tensor x) -> Tensor\n  x: grad * 2\n"
+    with pytest.raises(SpecError) as e:
+        chosen_with_kernels(specs, text)
+    assert "its op scale_into keeps libtorch's Autograd kernel (not supported by the kernel generator: a " \
+           "mutable op)" in str(e.value) and "needs PyTorch rebuilt" in str(e.value)
+    assert e.value.entry == "scale_into(Tensor(a!) buffer, Tensor x) -> Tensor"

@@ -19,6 +19,10 @@ SIN = ("- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj()\n",
        "- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj() * 3\n")
 COS = ("- name: cos(Tensor self) -> Tensor\n  self: grad * -self.sin().conj()\n",
        "- name: cos(Tensor self) -> Tensor\n  self: grad * -self.sin().conj() * 5\n")
+ANGLE = ("  self: angle_backward(grad, self)\n", "  self: angle_backward(grad, self) * 2\n")
+ANGLE_GRAD = ("import torch\nx = torch.randn(4, dtype=torch.complex128, requires_grad=True, "
+              "generator=torch.Generator().manual_seed(0))\n"
+              "print(torch.view_as_real(torch.autograd.grad(torch.angle(x).sum(), x)[0]).flatten().tolist())")
 # The ratio of each op's gradient to its true one, and what the process says is patched.
 RATIOS = """
 import torch, autograd_scons
@@ -100,9 +104,27 @@ def test_a_new_entry_is_refused(folder):
     assert "'LogicalNotBackward0' is not a class of the installed libtorch" in line
 
 
-def test_an_edit_using_a_helper_libtorch_keeps_local_is_refused(folder):
-    line = refused(folder, ("  self: angle_backward(grad, self)\n", "  self: angle_backward(grad, self) * 2\n"))
-    assert "uses angle_backward, which libtorch does not export" in line and "--functions-manual" in line
+def test_an_edit_using_a_helper_libtorch_keeps_local_runs_libtorchs_own(tmp_path):
+    out, env, tmp = built(tmp_path)
+    proc = patch_torch(env, out, "--derivatives", edited_specs(tmp, ANGLE))
+    assert proc.returncode == 0, proc.stderr
+    assert compiled(proc) == 2, proc.stdout   # the edit's TU, and the one reaching angle_backward
+    with open(out / "locals" / "libtorch_locals.cpp") as f:
+        text = f.read()
+    assert "// torch::autograd::generated::details::angle_backward\n" in text
+    run = run_patched(env, out, ANGLE_GRAD)
+    assert run.returncode == 0, run.stderr
+    plain = subprocess.run([sys.executable, "-c", ANGLE_GRAD], capture_output=True, text=True, env=env)
+    assert plain.returncode == 0, plain.stderr
+    # libtorch's helper, called from the patch, times the edit's factor
+    assert [2 * v for v in eval(plain.stdout)] == eval(run.stdout) != [0.0] * 4
+
+
+def test_an_edit_using_a_helper_libtorch_has_no_symbol_for_is_refused(folder):
+    # (FunctionsManual.h declares solve_backward_self; libtorch_cpu.so defines no such symbol)
+    line = refused(folder, ("  self: angle_backward(grad, self)\n", "  self: solve_backward_self(grad, self, self)\n"))
+    assert "'AngleBackward0' uses solve_backward_self, which libtorch defines with no symbol a patch can reach: " \
+           "libtorch_cpu.so has no symbol for it" in line and "--functions-manual" in line
 
 
 def test_functions_manual_compiles_the_helpers_into_the_patch(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from support.functions_reference import read_structs
 
 from autograd_scons.buildenv.torch_flags import _torch_dir
-from autograd_scons.torch_patch import torch_library
+from autograd_scons.torch_patch import libtorch_locals, torch_library
 from autograd_scons.torch_patch.identity import torch_identity
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads ELF shared libraries (Linux)")
@@ -32,6 +32,15 @@ def test_libtorch_lets_every_function_be_replaced_and_keeps_some_helpers_local()
     assert not {"copy_range", "any_variable_defined", "not_implemented"} & set(facts.hidden_helpers)
     identity = torch_identity(_torch_dir())
     assert len(facts.build_id) == 40 and identity["library"][1] == facts.build_id
+    # .symtab locates each local helper, under the name a call through the installed header's declaration uses
+    local = {libtorch_locals.source_name(n): (n, offset, size, data) for n, offset, size, data in facts.locals.symbols}
+    assert facts.locals.present and {"handle_r_to_c", "mul_tensor_backward", "TypeAndSize::zeros"} <= set(local)
+    assert local["handle_r_to_c"][0] == \
+        "_ZN5torch8autograd9generated7details13handle_r_to_cEN3c1010ScalarTypeEN2at6TensorE"
+    assert local["kCudnnDoubleBackwardMsg"][2:] == (8, True)   # a `const char*`, data
+    assert not {"copy_range", "not_implemented"} & set(local)   # exported: linked to, not reached
+    # the function the patch finds libtorch's base with is exported, in the dynamic table
+    assert libtorch_locals.source_name(facts.locals.anchor[0]) in facts.exported_helpers
 
 
 # A class shaped as libtorch's generated ones, in their namespace: its apply

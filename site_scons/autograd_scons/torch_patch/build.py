@@ -37,13 +37,17 @@ from autograd_scons.codegen.build_folder.lock import BuildLock
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.tree import PATCH_SUMMARY
 from autograd_scons.torch_patch import torch_library
+from autograd_scons.torch_patch.build_lists import complex_ops
+from autograd_scons.torch_patch.declarations import declared_only
+from autograd_scons.torch_patch.libtorch_locals import unusable_names
 from autograd_scons.torch_patch.identity import PatchError, TORCH_RECORD, torch_identity
 
 LIBRARY = "libautograd_torch_patch.so"
+PYTHON_LIBRARY = "libautograd_torch_patch_python.so"   # its own classes' Python types (loaded by the patch)
 SPEC = "patch_spec.json"
 STAMP = ".up_to_date.json"
 LABEL = "patch-torch"
-_FACTS = ".libtorch_facts.json"
+FACTS = ".libtorch_facts.json"   # read_facts of libtorch, for this torch (also read by the link step)
 _SCONSTRUCT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "patch_sconstruct.py")
 _UNDEFINED = re.compile(r"undefined reference to [`'](.+?)'")
 
@@ -55,6 +59,9 @@ class PatchResult:
     patched: list = field(default_factory=list)      # the Functions the library defines
     edited: list = field(default_factory=list)       # those that differ from torch's own specs
     left_out: dict = field(default_factory=dict)     # reason -> [Functions] (--all)
+    own: list = field(default_factory=list)          # Functions that are the patch's own classes
+    kernels: list = field(default_factory=list)      # ATen ops whose Autograd kernel the patch replaces
+    kernels_left_out: dict = field(default_factory=dict)   # reason -> [ops] keeping libtorch's (--kernels)
     compiled: list = field(default_factory=list)     # objects compiled by this run
     linked: bool = False
     up_to_date: bool = False
@@ -68,7 +75,7 @@ def default_folder(root: str) -> str:
 
 
 def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=None, derivatives=None,
-                every: bool = False, functions_manual=None, jobs: Optional[int] = None,
+                every: bool = False, kernels: bool = False, functions_manual=None, jobs: Optional[int] = None,
                 verbose: bool = False) -> PatchResult:
     """Bring `folder`'s patch up to date with the specs (torch's own for any
     not given).  Raises PatchError (one line) for a refusal or a failure."""
@@ -91,10 +98,11 @@ def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=Non
             raise PatchError(f"{LABEL}: {torch_library.library_path(root)} is linked with -Bsymbolic: it "
                              "binds its own Functions to itself, so no other library can replace them")
         functions_h = os.path.join(root, "include", "torch", "csrc", "autograd", "generated", "Functions.h")
-        target = PatchTarget(functions_h, (torch_nf, torch_d, torch_tags), () if manual else facts.hidden_helpers,
-                             every, _bound_locally(functions_h, facts))
+        target = PatchTarget(functions_h, (torch_nf, torch_d, torch_tags),
+                             () if manual else _unusable(root, facts), every, _bound_locally(functions_h, facts),
+                             kernels, tuple(sorted(_complex_ops(torch_d))))
         request = FunctionsRequest.of(specs[0], specs[2], tags=specs[1], namespace=LIBTORCH_NAMESPACE,
-                                      includes=TORCH_MANUAL_INCLUDES, kernels=False, python=False,
+                                      includes=TORCH_MANUAL_INCLUDES, kernels=False, python=True,
                                       unity="auto", pch="auto", patch=target)
         spec = {"functions": request.to_json(), "functions_manual": manual}
         return _bring_up_to_date(folder, spec, identity, jobs or runner.default_jobs(), verbose, lock)
@@ -109,6 +117,33 @@ def _bound_locally(functions_h: str, facts: torch_library.LibtorchFacts) -> tupl
     except OSError as e:
         raise PatchError(f"{LABEL}: {functions_h}: {e.strerror}: torch's headers are not installed") from None
     return tuple(sorted(set(declared) - facts.replaceable))
+
+
+def _unusable(root: str, facts: torch_library.LibtorchFacts) -> tuple:
+    """(name, why) of each name a formula could call that libtorch defines
+    with no symbol the patch can reach (libtorch_locals.py): the names the
+    installed headers declare without defining (FunctionsManual.h's
+    helpers, the members of function.h's structs), and those of clones."""
+    csrc = os.path.join(root, "include", "torch", "csrc", "autograd")
+    declared: frozenset = frozenset()
+    for header, namespace, members in (("FunctionsManual.h", "torch::autograd::generated::details", False),
+                                       ("function.h", "torch::autograd", True)):
+        try:
+            with open(os.path.join(csrc, header), encoding="utf-8") as f:
+                declared |= declared_only(f.read(), namespace, members)
+        except OSError as e:
+            raise PatchError(f"{LABEL}: {os.path.join(csrc, header)}: {e.strerror}: torch's headers are not "
+                             "installed") from None
+    found = unusable_names(facts.locals, facts.machine, declared, frozenset(facts.exported_helpers))
+    return tuple(sorted(found.items()))
+
+
+def _complex_ops(derivatives: str) -> frozenset:
+    try:
+        return complex_ops(derivatives)
+    except (OSError, ValueError, SyntaxError) as e:
+        raise PatchError(f"{LABEL}: cannot read which ops torch differentiates for complex outputs (its "
+                         f"kernels refuse the others): {getattr(e, 'strerror', None) or e}") from None
 
 
 def _given(path, what: str) -> str:
@@ -134,7 +169,7 @@ def _check_same_torch(folder: str, identity: dict) -> None:
 
 def _facts(folder: str, library: str, identity: dict) -> torch_library.LibtorchFacts:
     """read_facts of libtorch, kept in the folder for this torch."""
-    path = os.path.join(folder, _FACTS)
+    path = os.path.join(folder, FACTS)
     kept = read_own(path)
     try:
         data = json.loads(kept) if kept else None
@@ -147,8 +182,7 @@ def _facts(folder: str, library: str, identity: dict) -> torch_library.LibtorchF
     except (OSError, torch_library.ElfError) as e:
         raise PatchError(f"{LABEL}: {library}: {getattr(e, 'strerror', None) or e}: cannot tell which of "
                          "its Functions a patch can replace") from None
-    record = {k: sorted(v) if isinstance(v, (frozenset, tuple)) else v for k, v in facts.__dict__.items()}
-    build_stamp.write_json(path, {"torch": identity, "facts": record})
+    build_stamp.write_json(path, {"torch": identity, "facts": facts.to_record()})
     return facts
 
 
@@ -165,7 +199,7 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
         return _result(folder, library, up_to_date=True)
     # From here on the folder holds no patch until this build has made one.
     build_stamp.clear_stamp(stamp_path)
-    for path in (library, os.path.join(folder, TORCH_RECORD)):
+    for path in (library, os.path.join(folder, PYTHON_LIBRARY), os.path.join(folder, TORCH_RECORD)):
         if os.path.lexists(path):
             os.unlink(path)
     build_stamp.write_json(os.path.join(folder, TORCH_RECORD), identity)
@@ -177,6 +211,11 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
     except runner.BuildError as e:
         raise PatchError(_failure_line(e)) from None
     publish(linked, library)
+    python_library, python_linked = os.path.join(folder, PYTHON_LIBRARY), os.path.join(folder, "obj", PYTHON_LIBRARY)
+    if os.path.isfile(python_linked):
+        publish(python_linked, python_library)
+    elif os.path.lexists(python_library):
+        os.unlink(python_library)   # (no own class any more)
     build_stamp.write_stamp(stamp_path, key, built.inputs_path, outputs=[library, linked])
     result = _result(folder, library)
     # (objects: the precompiled prelude's precompile, also a compile, is not a TU)
@@ -195,9 +234,9 @@ def _failure_line(e: runner.BuildError) -> str:
         pass
     missing = _UNDEFINED.search(text)
     if missing:
-        return (f"{LABEL}: the patch uses {missing.group(1)}, which libtorch does not export: it cannot link "
-                f"(--functions-manual FunctionsManual.cpp compiles FunctionsManual's helpers into the patch; "
-                f"log: {e.log})")
+        return (f"{LABEL}: the patch uses {missing.group(1)}, which libtorch neither exports nor locates in its "
+                f"symbol table: it cannot link (--functions-manual FunctionsManual.cpp compiles FunctionsManual's "
+                f"helpers into the patch; log: {e.log})")
     first = e.first_error or str(e).splitlines()[0]
     return f"{LABEL}: {first} (log: {e.log})"
 
@@ -206,5 +245,6 @@ def _result(folder: str, library: str, up_to_date: bool = False) -> PatchResult:
     data = read_own(os.path.join(folder, "gen", PATCH_SUMMARY))
     summary = json.loads(data) if data else {}
     return PatchResult(folder, library, summary.get("patched", []), summary.get("edited", []),
-                       summary.get("left_out", {}), up_to_date=up_to_date)
+                       summary.get("left_out", {}), summary.get("own_classes", []), summary.get("kernels", []),
+                       summary.get("kernels_left_out", {}), up_to_date=up_to_date)
 

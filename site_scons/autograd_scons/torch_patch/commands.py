@@ -16,6 +16,10 @@ def add_commands(sub) -> None:
     p.add_argument("--derivatives", metavar="YAML", help="default: the running torch's own")
     p.add_argument("--all", action="store_true", dest="every",
                    help="every Function that can be patched, not only those the specs change")
+    p.add_argument("--kernels", action="store_true",
+                   help="also replace the Autograd kernel of every ATen op the tool can generate one for, so "
+                        "that torch's ops run through the tool's kernels and Functions alone (libtorch warns once "
+                        "that its kernels are overridden)")
     p.add_argument("--functions-manual", metavar="CPP",
                    help="torch's FunctionsManual.cpp (of the installed version), compiled into the patch, for "
                         "formulas that use the helpers libtorch does not export")
@@ -37,7 +41,8 @@ def _cmd_patch(args) -> int:
     from autograd_scons.torch_patch.identity import PatchError
     try:
         result = patch_torch(args.out, native_functions=args.native_functions, tags=args.tags,
-                             derivatives=args.derivatives, every=args.every, functions_manual=args.functions_manual,
+                             derivatives=args.derivatives, every=args.every, kernels=args.kernels,
+                             functions_manual=args.functions_manual,
                              jobs=args.jobs, verbose=args.verbose)
     except (PatchError, FolderError, LockTimeout) as e:
         print(str(e).splitlines()[0], file=sys.stderr)
@@ -45,9 +50,13 @@ def _cmd_patch(args) -> int:
     state = "up to date" if result.up_to_date else f"{len(result.compiled)} compiled"
     shown = ", ".join(result.edited[:5]) + (", ..." if len(result.edited) > 5 else "")
     edited = f" ({len(result.edited)} edited: {shown})" if result.edited else " (none edited)"
-    print(f"patch-torch: {result.library}: {len(result.patched)} Functions{edited}; {state}")
+    own = f", {len(result.own)} of them the patch's own classes" if result.own else ""
+    kernels = f", {len(result.kernels)} Autograd kernels" if result.kernels else ""
+    print(f"patch-torch: {result.library}: {len(result.patched)} Functions{edited}{own}{kernels}; {state}")
     for why, names in sorted(result.left_out.items(), key=lambda kv: -len(kv[1])):
         print(f"patch-torch: left out {len(names)}: {why} (e.g. {', '.join(names[:3])})")
+    for why, names in sorted(result.kernels_left_out.items(), key=lambda kv: -len(kv[1])):
+        print(f"patch-torch: kernels kept as libtorch's {len(names)}: {why} (e.g. {', '.join(names[:3])})")
     print(f"patch-torch: run with it: python -m autograd_scons run-patched {result.folder} -- CMD [ARGS...]")
     return 0
 

@@ -1,7 +1,7 @@
 """Running with a patch of libtorch's Functions, and seeing it from inside.
 
     python -m autograd_scons run-patched DIR -- python train.py   # CMD with DIR's patch preloaded
-    autograd_scons.patched_functions()    # {"SinBackward0", ...} in effect here; set() without a patch
+    autograd_scons.patched_functions()    # {"SinBackward0", "aten::sin", ...} in effect here; set() without a patch
 
 A patch works only when it is loaded before libtorch (LD_PRELOAD): libtorch
 binds its vtables when it is loaded (torch_library.py).  `run-patched` puts
@@ -87,8 +87,10 @@ def _loaded_patches() -> list:
 
 def patched_functions() -> frozenset:
     """The names of libtorch's Functions that a patch replaces in this
-    process; empty without one.  Raises PatchNotInEffect when a patch is
-    loaded but libtorch does not call it (loaded after libtorch)."""
+    process (its own classes too, by the same names), and of the ATen ops
+    whose Autograd kernel it replaces (`aten::sin`, `aten::sin_`); empty
+    without a patch.  Raises PatchNotInEffect when a patch is loaded but
+    libtorch does not call its Functions (loaded after libtorch)."""
     names, idle = set(), []
     for path in _loaded_patches():
         lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)

@@ -14,8 +14,10 @@ dynamic loader resolves, first match in load order:
 
 It also lists the helpers formulas use that libtorch defines but does not
 export: FunctionsManual's (`torch::autograd::generated::details::`) and
-the members of the types Functions save (`TypeAndSize::zeros`).  A formula
-using one compiles, then cannot link (docs/patching-torch.md).
+the members of the types Functions save (`TypeAndSize::zeros`), and where
+its full symbol table (`.symtab`) has them, their offsets in the library
+(libtorch_locals.py): a patch reaches them through libtorch's own
+definitions (docs/patching-torch.md).
 
     facts = read_facts(path_to_libtorch_cpu)   # LibtorchFacts; ElfError when not ELF64
 """
@@ -30,6 +32,7 @@ import struct
 from dataclasses import dataclass
 
 from autograd_scons.codegen.errors import Error
+from autograd_scons.torch_patch.libtorch_locals import LocalTable, read_table
 
 # The Itanium C++ ABI's spelling of a generated class, and of the members
 # the patch checks (templates/patch_check.cpp spells the same in C++).
@@ -63,16 +66,31 @@ class LibtorchFacts:
     bound_locally: frozenset        # classes with an apply that libtorch binds to itself
     hidden_helpers: tuple           # helpers defined but not exported (`name`, `Class::member`), sorted
     build_id: str
+    exported_helpers: tuple = ()    # helpers exported (`name`, `Class::member`), sorted
+    locals: LocalTable = LocalTable(False)   # the local definitions .symtab locates
+
+    def to_record(self) -> dict:
+        """JSON values, for from_record."""
+        return {"machine": self.machine, "symbolic": self.symbolic, "replaceable": sorted(self.replaceable),
+                "bound_locally": sorted(self.bound_locally), "hidden_helpers": list(self.hidden_helpers),
+                "build_id": self.build_id, "exported_helpers": list(self.exported_helpers),
+                "locals": {"present": self.locals.present, "symbols": [list(s) for s in self.locals.symbols],
+                           "cloned": list(self.locals.cloned), "anchor": list(self.locals.anchor)}}
 
     @classmethod
     def from_record(cls, record: dict) -> "LibtorchFacts":
-        """The facts from their JSON record (dataclasses.asdict's, as kept)."""
+        """The facts from their JSON record (to_record's, as kept)."""
+        table = record["locals"]
         return cls(machine=int(record["machine"]), symbolic=bool(record["symbolic"]),
                    replaceable=frozenset(record["replaceable"]), bound_locally=frozenset(record["bound_locally"]),
-                   hidden_helpers=tuple(record["hidden_helpers"]), build_id=str(record["build_id"]))
+                   hidden_helpers=tuple(record["hidden_helpers"]), build_id=str(record["build_id"]),
+                   exported_helpers=tuple(record["exported_helpers"]),
+                   locals=LocalTable(bool(table["present"]),
+                                     tuple((str(n), int(o), int(z), bool(d)) for n, o, z, d in table["symbols"]),
+                                     tuple(table["cloned"]), tuple(table["anchor"])))
 
 
-class _Elf:
+class ElfFile:
     def __init__(self, data):
         self.data = data
         if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
@@ -101,15 +119,15 @@ class _Elf:
 def read_build_id(path: str) -> str:
     """The GNU build id of the ELF file `path` ("" when it has none)."""
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return _build_id(_Elf(data))
+        return _build_id(ElfFile(data))
 
 
 def read_facts(path: str) -> LibtorchFacts:
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return _read(_Elf(data))
+        return _read(ElfFile(data))
 
 
-def _read(elf: "_Elf") -> LibtorchFacts:
+def _read(elf: "ElfFile") -> LibtorchFacts:
     dynsym, dynamic = elf.section(_SHT_DYNSYM), elf.section(_SHT_DYNAMIC)
     if dynsym is None or dynamic is None:
         raise ElfError("no dynamic symbol table: not a shared library")
@@ -121,9 +139,12 @@ def _read(elf: "_Elf") -> LibtorchFacts:
     # Every generated class's apply and vtable among the exported symbols.
     applies, vtables, index_of_apply = {}, {}, {}
     strings = bytes(dynstr)
+    autograd_names = set()
     for i, (name_at, info, other, shndx, value, size) in enumerate(struct.iter_unpack("<IBBHQQ",
                                                                                          elf.body(dynsym))):
         name = strings[name_at:strings.index(b"\0", name_at)].decode("ascii", "replace") if name_at else ""
+        if shndx != 0 and name.startswith("_ZN5torch8autograd"):
+            autograd_names.add(name)
         if name.startswith(f"_ZTV{_NESTED}"):
             vtables[name] = (value, size)
             continue
@@ -159,7 +180,8 @@ def _read(elf: "_Elf") -> LibtorchFacts:
     replaceable = frozenset(c for c, exported in applies.items() if exported and c in relocated
                             and not symbolic)
     return LibtorchFacts(elf.machine, symbolic, replaceable, frozenset(applies) - replaceable,
-                         _hidden_helpers(elf, dynstr), _build_id(elf))
+                         _hidden_helpers(elf, dynstr), _build_id(elf), tuple(sorted(_helper_names(dynstr))),
+                         read_table(elf, autograd_names))
 
 
 def _source_name(text: bytes, at: int):
@@ -193,7 +215,7 @@ def _helper_names(table) -> set:
     return out
 
 
-def _hidden_helpers(elf: _Elf, dynstr) -> tuple:
+def _hidden_helpers(elf: ElfFile, dynstr) -> tuple:
     symtab = elf.section(_SHT_SYMTAB)
     if symtab is None:
         # Stripped: which helpers exist is unknown; those exported are not hidden.
@@ -202,7 +224,7 @@ def _hidden_helpers(elf: _Elf, dynstr) -> tuple:
     return tuple(sorted(every - _helper_names(dynstr)))
 
 
-def _build_id(elf: _Elf) -> str:
+def _build_id(elf: ElfFile) -> str:
     note = elf.section(_SHT_NOTE, ".note.gnu.build-id")
     if note is None:
         return ""

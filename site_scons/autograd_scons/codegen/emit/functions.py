@@ -161,12 +161,19 @@ def class_layout(info: DifferentiabilityInfo) -> tuple[str, list[tuple[str, str]
     return o.superclass, [(t, n) for t, n, _ in o.members()]
 
 
-def render_op(info: DifferentiabilityInfo, opts: EmitOptions, callees: Sequence[str] = ()) -> dict[str, str]:
+def render_op(info: DifferentiabilityInfo, opts: EmitOptions, callees: Sequence[str] = (),
+              own_class: bool = False) -> dict[str, str]:
     """`functions/<Op>.h` and `functions/<Op>.cpp` for one info with an op;
-    `callees`: the stems of the extension ops its formulas call (emit/callers.py)."""
+    `callees`: the stems of the extension ops its formulas call (emit/callers.py).
+    In a patch, the class is libtorch's (its members defined), or with
+    `own_class` the patch's own, in a namespace of its own (aten_kernel.py)."""
     if not info.op:
         raise ValueError(f"info for '{info.func.func}' has no op: nothing is differentiable")
     o = _Op(info)
+    if opts.patch and own_class:
+        from .aten_kernel import OWN_NAMESPACE
+        return {function_file(o.op, ".h"): o.header(OWN_NAMESPACE),
+                function_file(o.op, ".cpp"): o.definitions(OWN_NAMESPACE, callees=callees)}
     if opts.patch:  # the class is libtorch's: its header is libtorch's
         return {function_file(o.op, ".cpp"): o.definitions(opts.ns, patch=True)}
     return {function_file(o.op, ".h"): o.header(opts.ns),

@@ -51,5 +51,6 @@ def render_load_check(opts: EmitOptions = EmitOptions()) -> dict[str, str]:
 def load_check_definitions(opts: EmitOptions) -> list[str]:
     """support.cpp's definitions of what the header declares."""
     if opts.patch:
-        return load("patch_check.cpp").lines()
+        from .aten_kernel import OWN_NAMESPACE
+        return load("patch_check.cpp").lines(own_namespace=OWN_NAMESPACE)
     return load("load_check.cpp").lines(marker_namespace=MARKER_NAMESPACE)

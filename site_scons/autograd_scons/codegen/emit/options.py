@@ -31,18 +31,26 @@ class PatchTarget:
     only their out-of-line members are generated, in libtorch's namespace.
 
     `reference`: torch's own (native_functions.yaml, derivatives.yaml,
-    tags.yaml), against which an edit is found; `hidden_helpers`: the
-    FunctionsManual helpers libtorch does not export (a formula calling one
-    cannot link), empty when FunctionsManual.cpp is compiled into the patch;
+    tags.yaml), against which an edit is found; `unusable_helpers`:
+    (name, why) of each name a formula could call that libtorch defines
+    with no symbol a patch can reach (stripped, clones only, inlined only:
+    torch_patch/libtorch_locals.py), empty when FunctionsManual.cpp is
+    compiled into the patch;
     `every`: every Function that can be patched, not only the edited ones;
     `bound_locally`: classes whose members libtorch binds to itself, which
-    no other library can replace (read off the library by the tool).
+    no other library can replace (read off the library by the tool);
+    `kernels`: every ATen op whose Autograd kernel the generator can write
+    gets the patch's own, registered over libtorch's (engine/patch_kernels.py);
+    `complex_ops`: the ops torch differentiates for complex outputs (torch's
+    build's list: its kernels refuse the others' complex outputs).
     """
     functions_h: str
     reference: tuple[str, str, Optional[str]]
-    hidden_helpers: tuple[str, ...] = ()
+    unusable_helpers: tuple[tuple[str, str], ...] = ()
     every: bool = False
     bound_locally: tuple[str, ...] = ()
+    kernels: bool = False
+    complex_ops: tuple[str, ...] = ()
 
 
 def parse_python(value) -> bool:
@@ -90,10 +98,11 @@ class EmitOptions:
         if self.namespace is not None and not _NAMESPACE_RE.fullmatch(self.namespace):
             raise OptionError(f"namespace {self.namespace!r} is not a C++ namespace name like 'a::b'")
         if self.patch is not None:
-            # A patch defines members of libtorch's classes, and nothing else.
-            if self.namespace != LIBTORCH_NAMESPACE or self.kernels or self.python:
+            # A patch defines members of libtorch's classes (Python bindings
+            # only for its own classes), and no extension op's kernel.
+            if self.namespace != LIBTORCH_NAMESPACE or self.kernels:
                 raise OptionError(f"a patch of libtorch's Functions is generated in '{LIBTORCH_NAMESPACE}', "
-                                 "without kernels or Python bindings")
+                                  "without kernels or Python bindings of extension ops")
         elif self.namespace == LIBTORCH_NAMESPACE:
             raise OptionError(f"namespace '{LIBTORCH_NAMESPACE}' is libtorch's own: its classes "
                              f"would be defined twice; choose another")

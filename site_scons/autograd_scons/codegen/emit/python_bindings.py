@@ -69,34 +69,49 @@ def qualified_name(namespace: str, op: str) -> str:
     return namespace.replace("::", "_") + "_" + op
 
 
-def _function(info: DifferentiabilityInfo, ns: str) -> tuple[list[str], str]:
-    """(getters and property table, registration call) of one Function."""
+# A patch's own class takes its name from libtorch's, which no kernel creates any more (what a rebuilt
+# torch would show).
+_REPLACE = Template('(PyObject_HasAttrString(module, "${op}") == 0 || PyObject_DelAttrString(module, "${op}") == 0) &&')
+
+
+def _function(info: DifferentiabilityInfo, ns: str, replace: bool = False) -> tuple[list[str], str]:
+    """(getters and property table, registration call) of one Function;
+    `replace`: a patch's own class, which takes its name from libtorch's."""
     op = info.function
     props = properties(op, saved_slots(info.all_saved_inputs, info.all_saved_outputs))
     # unguarded getters: every entry goes through guarded_getter (bindings.h)
     getters = [line for p in props for line in _GETTER.lines(getter=p.getter, op=op, body=p.body) + [""]]
     entries = [_ENTRY.substitute(name=p.name, getter=p.getter) for p in props]
-    call = (f"ok = ok && add_class<{op}>(module, {op}_type, {string_literal(op)}, "
+    call = (f"ok = ok && {_REPLACE.substitute(op=op) if replace else ''} add_class<{op}>(module, {op}_type, {string_literal(op)}, "
             f"{string_literal(qualified_name(ns, op))}, {string_literal(ns + '::' + op)}, {op}_properties);")
     return _FUNCTION.lines(getters=getters, op=op, entries=entries) + [""], call
+
+
+def _namespace(opts: EmitOptions) -> str:
+    """The classes' namespace: a patch binds its own classes only (emit/aten_kernel.py)."""
+    if opts.patch is not None:
+        from .aten_kernel import OWN_NAMESPACE
+        return OWN_NAMESPACE
+    return opts.ns
 
 
 def render_shard(k: int, infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -> str:
     infos = sorted(infos, key=lambda i: i.function)
     functions, calls = [], []
+    ns = _namespace(opts)
     for info in infos:
-        lines, call = _function(info, opts.ns)
+        lines, call = _function(info, ns, replace=opts.patch is not None)
         functions += lines
         calls.append(call)
     here = shard_file(k)
     return _SHARD.substitute(
-        banner=BANNER, count=str(len(infos)), k=str(k), ns=opts.ns, bindings_h=include(here, BINDINGS_H),
+        banner=BANNER, count=str(len(infos)), k=str(k), ns=ns, bindings_h=include(here, BINDINGS_H),
         function_headers=[f'#include "{include(here, function_file(i.function, ".h"))}"' for i in infos],
         functions=functions, calls=calls)
 
 
 def render_header(opts: EmitOptions) -> str:
-    return load("bindings.h").substitute(banner=BANNER, ns=opts.ns, prelude_h=include(BINDINGS_H, PRELUDE_H))
+    return load("bindings.h").substitute(banner=BANNER, ns=_namespace(opts), prelude_h=include(BINDINGS_H, PRELUDE_H))
 
 
 def render_bindings(infos: Sequence[DifferentiabilityInfo], opts: EmitOptions) -> dict[str, str]:

@@ -87,8 +87,9 @@ class FunctionsRequest:
             includes = [includes]
         if isinstance(patch, dict):  # (from_json)
             patch = PatchTarget(patch["functions_h"], tuple(patch["reference"]),
-                                tuple(patch["hidden_helpers"]), bool(patch["every"]),
-                                tuple(patch["bound_locally"]))
+                                tuple((n, w) for n, w in patch["unusable_helpers"]), bool(patch["every"]),
+                                tuple(patch["bound_locally"]), bool(patch.get("kernels", False)),
+                                tuple(patch.get("complex_ops", ())))
         emit = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels), python=parse_python(python), patch=patch)
         return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch))

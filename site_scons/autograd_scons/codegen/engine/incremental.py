@@ -178,7 +178,7 @@ def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: 
             selection = None
             if request.opts.patch is not None:  # libtorch's own Functions: those the patch defines
                 from .patch_selection import select
-                selection = select(units, request.opts.patch, out_dir)
+                selection = select(units, request.opts.patch, out_dir, (native_functions, derivatives, tags))
                 units = selection.units
             request = dataclasses.replace(request, opts=with_default_namespace(request.opts, _op_namespaces(units)))
             options = _options(requested, request.opts)

@@ -12,8 +12,10 @@ So a Function can be patched when:
   is what libtorch's kernel saves);
 - libtorch reaches its members through symbols a preloaded library can
   replace (PatchTarget.bound_locally lists those it cannot);
-- its formulas use none of the helpers libtorch does not export
-  (PatchTarget.hidden_helpers, read off the library by the tool; empty when
+- its formulas use no name that libtorch defines without a symbol the
+  patch can reach (PatchTarget.unusable_helpers, read off the library by
+  the tool: the helpers libtorch keeps local are reached through its
+  symbol table, torch_patch/libtorch_locals.py; empty when
   FunctionsManual.cpp is compiled into the patch).
 
 A Function *edited* (its info differs from the one torch's own specs give)
@@ -28,6 +30,7 @@ and counted by reason; without it, only the edited ones are patched.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -46,7 +49,7 @@ from .writer import write_atomic
 NOT_IN_LIBTORCH = "not a class of libtorch's"
 BOUND_LOCALLY = "bound to libtorch itself"
 OTHER_MEMBERS = "members other than libtorch's"
-HIDDEN_HELPER = "uses a helper libtorch does not export"
+HIDDEN_HELPER = "uses a name libtorch defines with no usable symbol"
 
 # A name used unqualified (not a member, not qualified), and a member used
 # on a saved value: `self_info.zeros(`.
@@ -60,22 +63,30 @@ class Selection:
     units: list = field(default_factory=list)        # the Functions to define, in order
     edited: list = field(default_factory=list)       # names of those that differ from torch's own
     left_out: dict = field(default_factory=dict)     # reason -> [names] (with `every`)
-    helpers: dict = field(default_factory=dict)      # hidden helper -> [names] that call it
+    helpers: dict = field(default_factory=dict)      # unusable helper -> [names] that call it
+    own: list = field(default_factory=list)          # Functions that are the patch's own classes
+    kernels: list = field(default_factory=list)      # ATen ops whose Autograd kernel the patch replaces
+    kernels_left_out: dict = field(default_factory=dict)   # reason -> [ops] keeping libtorch's
 
     def summary(self) -> str:
         """What the generated folder records of the selection (patch.json)."""
-        return json.dumps({"patched": [u.name for u in self.units], "edited": self.edited,
-                           "left_out": self.left_out, "hidden_helpers_called": self.helpers},
-                          indent=1, sort_keys=True) + "\n"
+        return json.dumps({"patched": [u.name for u in self.units if u.kind is Kind.FUNCTION],
+                           "edited": self.edited, "left_out": self.left_out, "hidden_helpers_called": self.helpers,
+                           "own_classes": self.own, "kernels": self.kernels,
+                           "kernels_left_out": self.kernels_left_out}, indent=1, sort_keys=True) + "\n"
 
 
-def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None) -> Selection:
-    """The Functions of `units` to patch (see the module's docstring).
+def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None,
+           specs: Optional[tuple] = None) -> Selection:
+    """The Functions of `units` to patch (see the module's docstring), and
+    the ATen kernels (patch_kernels.py) of `specs` (native_functions,
+    derivatives, tags) the patch needs or (PatchTarget.kernels) can have.
     `out_dir` keeps the reference's digests between runs."""
     classes = _installed_classes(target.functions_h)
     reference = reference_digests(target, out_dir)
-    hidden, bound = frozenset(target.hidden_helpers), frozenset(target.bound_locally)
+    hidden, bound = dict(target.unusable_helpers), frozenset(target.bound_locally)
     out = Selection()
+    own: list = []
     for u in units:
         if u.kind is not Kind.FUNCTION:
             continue
@@ -84,17 +95,28 @@ def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None
             continue
         problem = _problem(u, classes.get(u.name), hidden, bound)
         if problem is None:
-            out.units.append(u)
+            out.units.append(dataclasses.replace(u, bound=False))   # libtorch's class: no bindings of ours
             if edited:
                 out.edited.append(u.name)
             continue
         reason, message = problem
+        if edited and reason in (OTHER_MEMBERS, NOT_IN_LIBTORCH) and specs is not None:
+            own.append((u, message))   # the patch's own class, created by kernels of its own
+            continue
         if edited:
             raise SpecError(message, *u.where())
         out.left_out.setdefault(reason, []).append(u.name)
-        if reason == HIDDEN_HELPER:
-            for h in sorted(called(u.subject) & hidden):
+        if reason.startswith(HIDDEN_HELPER):
+            for h in sorted(called(u.subject) & set(hidden)):
                 out.helpers.setdefault(h, []).append(u.name)
+    for u, _ in own:   # (an own class calls libtorch's helpers too)
+        calls = sorted(called(u.subject) & set(hidden))
+        if calls:
+            raise SpecError(f"'{u.name}' uses {calls[0]}, which libtorch defines with no symbol a patch can "
+                            f"reach: {hidden[calls[0]]}", *u.where())
+    if own or target.kernels:
+        from .patch_kernels import add_kernels   # (it reads the specs' native functions: only then)
+        add_kernels(out, own, target, specs, classes)
     return out
 
 
@@ -113,7 +135,7 @@ def called(info) -> set[str]:
     return out
 
 
-def _problem(u: Unit, theirs: Optional[LibtorchClass], hidden: frozenset,
+def _problem(u: Unit, theirs: Optional[LibtorchClass], hidden: dict,
              bound: frozenset) -> Optional[tuple[str, str]]:
     """(reason, one-line message) why `u` cannot be patched, or None."""
     from ..emit.functions import class_layout  # (the emitter: on use, as units.py does)
@@ -132,11 +154,13 @@ def _problem(u: Unit, theirs: Optional[LibtorchClass], hidden: frozenset,
                                f"{theirs.base}; {_REBUILD}")
     if mine != theirs.members:
         return OTHER_MEMBERS, f"'{name}' {_member_difference(mine, theirs.members)}; {_REBUILD}"
-    calls = sorted(called(u.subject) & hidden)
+    calls = sorted(called(u.subject) & set(hidden))
     if calls:
-        return HIDDEN_HELPER, (f"'{name}' uses {calls[0]}, which libtorch does not export (it is local to "
-                               f"libtorch_cpu.so): --functions-manual FunctionsManual.cpp, of the PyTorch "
-                               f"version installed, compiles FunctionsManual's helpers into the patch")
+        why = hidden[calls[0]]
+        return f"{HIDDEN_HELPER} ({why})", (
+            f"'{name}' uses {calls[0]}, which libtorch defines with no symbol a patch can reach: {why}; "
+            f"--functions-manual FunctionsManual.cpp, of the PyTorch version installed, compiles "
+            f"FunctionsManual's helpers into the patch")
     return None
 
 

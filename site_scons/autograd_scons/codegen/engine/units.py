@@ -55,7 +55,10 @@ class Unit:
         # The emitters load on the first render: the manifest fast path needs none.
         if self.kind is Kind.FUNCTION:
             from ..emit.functions import render_op
-            return render_op(self.subject, opts, self.callees)
+            # (in a patch of libtorch's Functions, a bound one is the patch's own class)
+            return render_op(self.subject, opts, self.callees, own_class=self.bound)
+        if hasattr(self.subject, "render"):   # (a patch's kernel of an ATen op: emit/aten_kernel.py)
+            return self.subject.render(opts)
         from ..emit.kernels import render_kernel
         return render_kernel(self.subject, opts, self.callees)
 

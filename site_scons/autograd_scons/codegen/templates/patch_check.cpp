@@ -63,8 +63,11 @@ bool called_by_libtorch(const std::string& cls) {
 
 bool claim(const std::type_info& /*type*/, const char* qualified) {
   std::string cls = qualified;
+  // The patch's own classes (an edit that changes what a Function saves)
+  // are created by its own kernels (claim_kernel): no class of libtorch's to check.
+  bool own = cls.rfind("${own_namespace}::", 0) == 0;
   cls = cls.substr(cls.rfind(':') == std::string::npos ? 0 : cls.rfind(':') + 1);
-  bool in_effect = called_by_libtorch(cls);
+  bool in_effect = own || called_by_libtorch(cls);
   patched().push_back({cls, in_effect});
   static bool said = false;
   if (!in_effect && !said) {
@@ -76,6 +79,56 @@ bool claim(const std::type_info& /*type*/, const char* qualified) {
                  this_library().c_str(), cls.c_str());
   }
   return in_effect;
+}
+
+// The Python types of the patch's own classes (grad_fn's type, its _saved_*
+// properties) live in a library of their own beside the patch,
+// libautograd_torch_patch_python.so, linked with torch's Python module:
+// the patch itself is loaded into every process, Python or not, before
+// torch is imported.  The first own Function created in a process running
+// torch's Python module loads it, holding the GIL; its registration runs
+// as it loads.  Found by dlsym, so that nothing here links Python.
+void bind_python() {
+  static std::atomic<bool> bound{false};
+  if (bound.load(std::memory_order_acquire)) {
+    return;
+  }
+  using Initialized = int (*)();
+  using Ensure = int (*)();
+  using Release = void (*)(int);
+  using Occurred = void* (*)();
+  using Print = void (*)();
+  auto initialized = reinterpret_cast<Initialized>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  void* python_module = dlopen("libtorch_python.so", RTLD_LAZY | RTLD_NOLOAD);
+  if (initialized == nullptr || !initialized() || python_module == nullptr) {
+    return;  // no Python here (yet): nothing can ask for a grad_fn's Python type
+  }
+  dlclose(python_module);
+  auto ensure = reinterpret_cast<Ensure>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
+  auto release = reinterpret_cast<Release>(dlsym(RTLD_DEFAULT, "PyGILState_Release"));
+  auto occurred = reinterpret_cast<Occurred>(dlsym(RTLD_DEFAULT, "PyErr_Occurred"));
+  auto print = reinterpret_cast<Print>(dlsym(RTLD_DEFAULT, "PyErr_Print"));
+  if (ensure == nullptr || release == nullptr || occurred == nullptr || print == nullptr) {
+    return;
+  }
+  int gil = ensure();
+  if (!bound.load(std::memory_order_acquire)) {  // (the GIL orders the threads that got here)
+    std::string path = this_library();
+    path = path.substr(0, path.rfind('/') + 1) + "libautograd_torch_patch_python.so";
+    if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+      std::fprintf(stderr, "autograd_scons: the Python types of the patch's own Functions do not load: %s\n",
+                   dlerror());
+    } else if (occurred() != nullptr) {
+      print();  // (their registration's error: said, not left for an unrelated call to raise)
+    }
+    bound.store(true, std::memory_order_release);
+  }
+  release(gil);
+}
+
+bool claim_kernel(const char* op) {
+  patched().push_back({op, true});
+  return true;
 }
 
 }  // namespace autograd_functions_load

@@ -1,0 +1,4 @@
+{
+  at::${guard} guard;
+  op.redispatch(ks & c10::after_autograd_keyset, ${args});
+}

@@ -1,0 +1,3 @@
+if (${cond}) {
+  original_self = self.clone();
+}

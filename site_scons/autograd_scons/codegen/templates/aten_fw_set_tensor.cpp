@@ -1,0 +1,3 @@
+if (${out}_new_fw_grad_opt.has_value() && ${out}_new_fw_grad_opt.value().defined() && ${out}.defined()) {
+  ${out}._set_fw_grad(${out}_new_fw_grad_opt.value(), /* level */ 0, /* is_inplace_op */ ${inplace});
+}

@@ -1,0 +1,3 @@
+if (grad_fn) {
+  ${history}_history(flatten_tensor_args( ${outs} ), grad_fn);
+}

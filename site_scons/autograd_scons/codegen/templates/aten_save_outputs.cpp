@@ -1,0 +1,3 @@
+if (grad_fn) {
+  ${save}
+}
