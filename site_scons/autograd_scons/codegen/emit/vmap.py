@@ -3,7 +3,7 @@ the plumbing torchgen generates for ATen's ops (gen_vmap_plumbing.py), for
 the op's TU, registered for FuncTorchBatched.  Under vmap the plumbing
 unwraps each tensor batched at the current level into its value and batch
 dimension (functorch's exported `unwrapTensorAtLevel`), calls the batch
-rule with ATen's signature (model/batch_rule.py) and wraps each result
+rule with ATen's signature (model/extension_op.py) and wraps each result
 (`makeBatched`); with nothing batched at this level it calls the op again
 below FuncTorchBatched.  Nested vmap, vmap(grad), jacrev, jacfwd and
 hessian reach it through functorch's layers, as they reach ATen's.
@@ -30,8 +30,7 @@ in one line naming the op (as ATen's in-place rules do).
 
 from __future__ import annotations
 
-from ..model.batch_rule import batch_rule_arguments, batch_rule_signature, batched_names
-from ..model.extension_op import dispatcher_signature, parameters_of
+from ..model.extension_op import batch_rule_signature, dispatcher_signature, parameters_of
 from ..model.native import NativeFunction
 from ..model.schema import is_tensor_like
 from ..model.transforms import LEADING_DIMS, POINTWISE, RULE, Vmap
@@ -56,11 +55,13 @@ def vmap_kernels(unit, vmap: Vmap) -> tuple[list[str], list[tuple[str, str]]]:
     else:
         rule, says = f"{stem}_{vmap.kind}_rule", f"`vmap: {vmap.kind}`, below"
         lines += _kind_rule(f, vmap.kind, rule, ret, types) + [""]
-    tensors = batched_names(f)
+    tensors = [a.name for a in f.func.schema_order_arguments() if is_tensor_like(a.type)]
     optional = {a.name for a in f.func.schema_order_arguments() if str(a.type) == "Tensor?"}
     unwraps = [x for n in tensors for x in load("vmap_unwrap_optional.cpp" if n in optional else "vmap_unwrap.cpp")
                .lines(name=n)]
-    args = batch_rule_arguments(f)
+    # each tensor's value and batch dimension, the other arguments as they are
+    args = [x for a in f.func.schema_order_arguments()
+            for x in ([f"{a.name}_value", f"{a.name}_bdim"] if is_tensor_like(a.type) else [a.name])]
     if any(a.is_write for a in f.func.schema_order_arguments()):
         written, others = names[0], [n for n in tensors if n != names[0]]
         check = load("vmap_inplace_check.cpp").lines(
@@ -132,8 +133,8 @@ def rule_declaration(f: NativeFunction, vmap: Vmap) -> list[str]:
     if vmap.rule is None:
         return []
     ret, params = batch_rule_signature(f)
-    return load("op_batch_rule.h").lines(native_ns=f"{f.namespace}::native", op=_label(f), name=vmap.rule,
-                                         declaration=f"{ret} {vmap.rule}({', '.join(params)});") + [""]
+    return [""] + load("op_batch_rule.h").lines(native_ns=f"{f.namespace}::native", op=_label(f), name=vmap.rule,
+                                                declaration=f"{ret} {vmap.rule}({', '.join(params)});")
 
 
 

@@ -26,6 +26,13 @@ from ..model.transforms import (AUTOCAST_KEYS, FP32_APPEND_DTYPE, FP32_SET_OPT_D
 from .yaml_io import Entry
 
 _TENSOR_ARGS = ("Tensor", "Tensor?")   # what the vmap plumbing unwraps (as torchgen's)
+# The variables the generated code declares beside the op's arguments
+# (templates/autocast_redispatch.cpp, op_lookup.cpp; vmap_plumbing.cpp,
+# vmap_unwrap*.cpp, vmap_rule*.cpp, vmap_pointwise_*.cpp, vmap_leading_*.cpp),
+# and for each tensor argument `x`: x_value, x_bdim, x_.
+_AUTOCAST_LOCALS = frozenset({"op"})
+_VMAP_LOCALS = frozenset({"op", "guard", "maybe_layer", "cur_level", "results", "rank", "batch", "sizes"})
+_VMAP_SUFFIXES = ("_value", "_bdim", "_")
 
 
 def parse_autocast(path: str, e: Entry, namespace: str, func: FunctionSchema,
@@ -66,6 +73,7 @@ def parse_autocast(path: str, e: Entry, namespace: str, func: FunctionSchema,
                   "longer be a view of the argument")
     if not any(is_tensor_like(a.type) for a in args):
         raise err("an autocast policy casts tensor arguments, and this op has none")
+    _check_names([a.name for a in args], _AUTOCAST_LOCALS, "Autocast kernel", err)
     used = {p for _, p in policies}
     first = args[0] if args else None
     for p in used & {FP32_SET_OPT_DTYPE, FP32_APPEND_DTYPE}:
@@ -137,7 +145,17 @@ def parse_vmap(path: str, e: Entry, namespace: str, func: FunctionSchema) -> Opt
         raise err(f"'vmap' must be a kind of batch rule ({', '.join(KINDS)}) or '{{rule: NAME}}' (a batch rule "
                   f"written in {namespace}::native), not {raw!r}")
     _check_vmap(func, err)
+    names = [a.name for a in func.schema_order_arguments()]
+    tensors = [a.name for a in func.schema_order_arguments() if is_tensor_like(a.type)]
+    _check_names(names, _VMAP_LOCALS | {t + s for t in tensors for s in _VMAP_SUFFIXES}, "vmap plumbing", err)
     return v
+
+
+def _check_names(names: Sequence[str], taken: frozenset | set, where: str, err: Callable[..., SpecError]) -> None:
+    clash = next((n for n in names if n in taken), None)
+    if clash is not None:
+        raise err(f"argument '{clash}' is also the name of a variable of the generated {where}: rename it, e.g. "
+                  f"to '{clash}_arg', in its schema (and in its derivatives entry)")
 
 
 def _check_vmap(func: FunctionSchema, err: Callable[[str], SpecError]) -> None:
