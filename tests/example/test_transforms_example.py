@@ -188,3 +188,23 @@ def test_torch_compile_fullgraph_under_autocast_gives_eagers_values_and_dtypes(o
         compiled = torch.compile(f, fullgraph=True)(x, w, b)
     assert [t.dtype for t in eager] == [F32, F32] and [t.dtype for t in compiled] == [t.dtype for t in eager]
     assert all(torch.equal(a, b) for a, b in zip(compiled, eager))
+
+
+def test_torch_compile_of_a_vmapped_function_reaches_the_rules(ops, capfd):
+    """fullgraph=True: dynamo takes vmap as it is, and the plumbing runs under fake tensors while it traces."""
+    torch._C._functorch._set_vmap_fallback_warning_enabled(True)
+
+    def f(t, u):
+        b = ops.bmul(t, u)
+        ops.band(b, 1).mul_(2.0)   # a write through the batched view
+        return ops.row_sum(b)
+
+    def atens(t, u):
+        b = t * u
+        torch.diagonal(b, 1, -2, -1).mul_(2.0)
+        return b.sum(-1)
+    x, y = _g(3, 4, 5), _g(3, 4, 5, seed=1)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        compiled = torch.compile(vmap(f), fullgraph=True)(x, y)
+    assert torch.allclose(compiled, vmap(atens)(x, y)) and compiled.shape == (3, 4)
+    assert FALLBACK not in capfd.readouterr().err
