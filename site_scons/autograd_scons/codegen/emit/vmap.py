@@ -26,6 +26,17 @@ maybePadToLogicalRank) are not exported by libtorch, so the rules use
 An op that writes its first argument in place is batched only when that
 argument is batched wherever another one is: otherwise the plumbing refuses
 in one line naming the op (as ATen's in-place rules do).
+
+The current level is functorch's (`maybeCurrentDynamicLayer`, as torchgen's
+plumbing reads it), from ATen/functorch/DynamicLayer.h, which includes
+<nlohmann/json.hpp> through Interpreter.h; torch's wheel does not ship that
+header (pytorch/pytorch#181565), so the output folder (on the include path
+of whatever compiles the tree) gets one (`render_json_shim`,
+templates/json_shim.h), written by the engine where an op has `vmap:`.
+Reading the level from the arguments instead (the highest level among the
+batched ones) would batch a call at an outer level from inside an inner
+vmap, past a grad transform in between, whose wrappers would then end up
+inside the batched tensor: wrong nesting.
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ def vmap_kernels(unit, vmap: Vmap) -> tuple[list[str], list[tuple[str, str]]]:
     if vmap.kind == RULE:
         rule, says = f"::{f.namespace}::native::{vmap.rule}", f"{f.namespace}::native::{vmap.rule}, written by hand"
     else:
-        rule, says = f"{stem}_{vmap.kind}_rule", f"`vmap: {vmap.kind}`, below"
+        rule, says = f"{stem}_{vmap.kind}_rule", f"`vmap: {vmap.kind}`, above"
         lines += _kind_rule(f, vmap.kind, rule, ret, types) + [""]
     tensors = [a.name for a in f.func.schema_order_arguments() if is_tensor_like(a.type)]
     optional = {a.name for a in f.func.schema_order_arguments() if str(a.type) == "Tensor?"}
