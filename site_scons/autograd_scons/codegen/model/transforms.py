@@ -52,9 +52,6 @@ class Autocast:
     line: int                               # the line of `autocast:`
     redispatch: Optional[Redispatch] = None  # fp32_append_dtype's target
 
-    def policy(self, device: str) -> Optional[str]:
-        return dict(self.policies).get(device)
-
 
 @dataclass(frozen=True)
 class Vmap:
