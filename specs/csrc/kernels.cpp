@@ -140,17 +140,23 @@ at::Tensor row_sum_meta(const at::Tensor& self) {
 // their inverses for functionalization: the base with a mutated view
 // written back, a new tensor (ATen's scatters).
 
+// band works on the last two dimensions, the others kept as they are (so
+// its vmap rule is `leading_dims`: the batch dimension is one more of them).
 at::Tensor band(const at::Tensor& self, int64_t k) {
-  TORCH_CHECK(self.dim() == 2, "band: expected a matrix, got ", self.dim(), " dimensions");
-  const c10::SymInt& n = self.sym_size(0);
-  const c10::SymInt& m = self.sym_size(1);
+  TORCH_CHECK(self.dim() >= 2, "band: expected a matrix (or a batch of them), got ", self.dim(), " dimensions");
+  const c10::SymInt& n = self.sym_size(-2);
+  const c10::SymInt& m = self.sym_size(-1);
   c10::SymInt length = k >= 0 ? (m - k).min(n) : (n + k).min(m);
-  c10::SymInt offset = self.sym_storage_offset() + (k >= 0 ? self.sym_stride(1) * k : self.sym_stride(0) * -k);
-  return self.as_strided_symint({length.max(c10::SymInt(0))}, {self.sym_stride(0) + self.sym_stride(1)}, offset);
+  c10::SymInt offset = self.sym_storage_offset() + (k >= 0 ? self.sym_stride(-1) * k : self.sym_stride(-2) * -k);
+  std::vector<c10::SymInt> sizes = self.sym_sizes().slice(0, self.dim() - 2).vec();
+  std::vector<c10::SymInt> strides = self.sym_strides().slice(0, self.dim() - 2).vec();
+  sizes.push_back(length.max(c10::SymInt(0)));
+  strides.push_back(self.sym_stride(-2) + self.sym_stride(-1));
+  return self.as_strided_symint(sizes, strides, offset);
 }
 
 at::Tensor band_scatter(const at::Tensor& base, const at::Tensor& mutated_view, int64_t k) {
-  return at::diagonal_scatter(base, mutated_view, k, 0, 1);
+  return at::diagonal_scatter(base, mutated_view, k, -2, -1);
 }
 
 std::vector<at::Tensor> rows(const at::Tensor& self) {
@@ -168,6 +174,16 @@ std::vector<at::Tensor> rows(const at::Tensor& self) {
 
 at::Tensor rows_scatter(const at::Tensor& base, const at::Tensor& mutated_view, int64_t view_idx) {
   return at::select_scatter(base, mutated_view, 0, view_idx);
+}
+
+// rows under vmap (`vmap: {rule: rows_batch_rule}`, the signature the
+// generated ops/myops_rows.h declares): each example's rows are the batch's
+// along the dimension after the batch's, so with the batch moved second,
+// rows() of it (through the dispatcher: views of the input, as unbind's)
+// gives each row with the batch first.
+std::tuple<std::vector<at::Tensor>, std::optional<int64_t>> rows_batch_rule(const at::Tensor& self,
+                                                                            std::optional<int64_t> self_bdim) {
+  return {myops::rows(self.movedim(*self_bdim, 1)), 0};
 }
 
 // A SymInt argument arrives as c10::SymInt.  On CPU tensors the sizes are

@@ -124,7 +124,9 @@ def test_the_views_and_their_copies_have_their_generated_kernels(ops):
     """(Without the Functionalize kernels, the tests above fail: torch's
     fallback refuses the views, as it does the torch.library one below.)"""
     for view in ("myops::band", "myops::rows"):
-        assert registered(view) == ["ADInplaceOrView", "Autograd", "CompositeExplicitAutograd", "Functionalize"]
+        # (and their vmap plumbing: both declare `vmap:`)
+        assert registered(view) == ["ADInplaceOrView", "Autograd", "CompositeExplicitAutograd", "FuncTorchBatched",
+                                    "Functionalize"]
         assert registered(view + "_copy") == ["Autograd", "CompositeExplicitAutograd"]
 
 

@@ -6,9 +6,13 @@ behaviour cannot be matched from outside libtorch, docs/yaml-reference.md
 says why and the scenario asserts our documented behaviour instead.
 The view ops (`diagonal`, `transpose.int`, `unbind.int`: their
 ADInplaceOrView, Autograd and forward AD) run the scenarios of
-tests/support/view_scenarios.py against ATen's views.
+tests/support/view_scenarios.py against ATen's views.  Under autocast and
+vmap (issue 53), the mirrors declared with ATen's policies and kinds of
+batch rule run tests/support/transform_scenarios.py against ATen's ops,
+byte for byte, and each vmap case against a loop over the batch.
 
-Prints "N scenario pairs, N agree"; fails on any disagreement."""
+Prints "N scenario pairs, N agree" and "N autocast pairs, N agree; M vmap
+pairs, M agree"; fails on any disagreement."""
 
 import contextlib
 import itertools
@@ -20,7 +24,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch.utils import cpp_extension
 
-from support import view_scenarios
+from support import transform_scenarios, view_scenarios
 from support.spec_facts import REPO
 
 from autograd_scons.__main__ import main as generate
@@ -44,7 +48,7 @@ def m(tmp_path_factory):
     cpp_extension.load("autograd_ext_aten_mirror", [os.path.join(FIXTURE, "kernels.cpp"),
                                                     str(root / "gen" / "unity" / "bucket_0.cpp"),
                                                     str(root / "gen" / CACHE_KEY_CPP)],
-                       extra_cflags=["-O0", "-w"], extra_include_paths=[FIXTURE, str(root)],
+                       extra_cflags=["-O0", "-w"], extra_include_paths=[FIXTURE, str(root), str(root / "gen")],
                        build_directory=str(root / "build"), is_python_module=False, verbose=False)
     return torch.ops.mirror
 
@@ -322,3 +326,123 @@ def test_the_view_scenarios_fail_without_a_generated_kernel_and_pass_again_with_
         lib._destroy()
     assert {f"{name}: {WITHOUT[key]}" for name in view_scenarios.mirrors(m)} <= set(without), without
     assert disagreeing() == []
+
+
+# ---------------------------------------------------------------- autocast and vmap (issue 53)
+
+def identical(a, b):
+    """Byte for byte: tensors of one dtype, shape and requires_grad, equal bits."""
+    if isinstance(a, (tuple, list)):
+        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and \
+            a.requires_grad == b.requires_grad and torch.equal(a.detach(), b.detach())
+    return a == b
+
+
+def close(a, b):
+    """The same values, up to the rounding of another order of operations (a loop against a batched kernel)."""
+    if isinstance(a, (tuple, list)):
+        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+    return isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype and \
+        torch.allclose(a.detach(), b.detach())
+
+
+def transform_outcome(fn):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ("ok", fn())
+    except Exception as e:   # noqa: BLE001: every error is an outcome to compare
+        return ("error", type(e).__name__, "vmap" in str(e), str(e)[:300])
+
+
+def disagreements(cases):
+    """The labels of the cases whose outcome differs from ATen's (or, under
+    vmap, from the loop over the batch), with what each gave."""
+    out = []
+    for c in cases:
+        a, b = transform_outcome(c.ours), transform_outcome(c.atens)
+        same_outcome = a[0] == b[0] and (identical(a[1], b[1]) if a[0] == "ok" else a[1:3] == b[1:3])
+        looped = transform_outcome(c.loop) if c.loop is not None and a[0] == "ok" else None
+        if not same_outcome or (looped is not None and not (looped[0] == "ok" and close(a[1], looped[1]))):
+            out.append((c.label, a, b, looped))
+    return out
+
+
+FALLBACK = "we have not yet implemented the batching rule for "
+
+
+def test_autocast_and_vmap_against_aten(m, capfd, record_property):
+    torch._C._functorch._set_vmap_fallback_warning_enabled(True)
+    autocast, vmapped = transform_scenarios.autocast_pairs(m), transform_scenarios.vmap_pairs(m)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bad_autocast, bad_vmap = disagreements(autocast), disagreements(vmapped)
+        vmap_exp = torch.func.vmap(m.exp)(torch.ones(2, 3))   # no rule: functorch's fallback, which warns
+    printed = capfd.readouterr().err + "".join(str(w.message) for w in caught)
+    line = (f"{len(autocast)} autocast pairs, {len(autocast) - len(bad_autocast)} agree; "
+            f"{len(vmapped)} vmap pairs, {len(vmapped) - len(bad_vmap)} agree")
+    record_property("summary", line)
+    with capfd.disabled():
+        print("\n" + line)
+        for label, ours, atens, looped in bad_autocast + bad_vmap:
+            print(f"  DISAGREE {label}: ours {ours!r:.400} / aten {atens!r:.400} / loop {looped!r:.200}")
+    assert (bad_autocast, bad_vmap) == ([], [])
+    # no fallback for an op with a rule; the fallback's warning is seen where it runs
+    assert [op for op in transform_scenarios.ops_with_rules() if f"{FALLBACK}mirror::{op}." in printed] == []
+    assert f"{FALLBACK}mirror::exp." in printed and torch.equal(vmap_exp, torch.full((2, 3), torch.e))
+
+
+BROKEN = {  # what is taken away -> (how, the cases that must then disagree)
+    "the Autocast kernel unregistered": ("AutocastCPU", transform_scenarios.ops_with_cpu_policy()),
+    "the plumbing registered as a fallthrough": ("FuncTorchBatched", transform_scenarios.ops_with_rules()),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN) + ["a rule that returns the wrong batch dimension"])
+def test_each_generated_kernel_kind_fails_its_pairs_when_broken(m, broken):
+    """Each kind of kernel at work: taken away (a fallthrough at its key,
+    which is what an unregistered kernel leaves) or given a rule that says
+    the wrong batch dimension, its pairs disagree for every op that has it;
+    restored, every pair agrees again."""
+    cases = transform_scenarios.autocast_pairs(m) + transform_scenarios.vmap_pairs(m)
+    lib = torch.library.Library("mirror", "IMPL")
+    try:
+        if broken in BROKEN:
+            key, ops = BROKEN[broken]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+                for op in ops:
+                    lib.impl(op, torch.library.fallthrough_kernel, key)
+        else:
+            ops = ["mm", "diagonal"]   # the rules written by hand (tests/fixtures/aten_mirror/kernels.cpp)
+            torch.ops.mirror_testing.wrong_bdim(True)
+        bad = {label for label, *_ in disagreements(cases)}
+    finally:
+        lib._destroy()
+        torch.ops.mirror_testing.wrong_bdim(False)
+    def op_of(name):   # "norm.Scalar bfloat16 ..." and "diagonal(dim1=-1, ...)" -> norm, diagonal
+        return name.split(" ")[0].split(":")[0].split("(")[0].split(".")[0]
+    assert {op_of(op) for op in ops} <= {op_of(label) for label in bad}, (broken, sorted(bad))
+    assert disagreements(cases) == []
+
+
+CUDA_POLICIES = ["mm", "logsumexp_last", "exp", "soft_margin_loss", "norm.Scalar"]
+
+
+def test_cuda_autocast_kernels_are_registered_where_atens_are(m):
+    """ATen's CUDA policies (the CUDA autocast of a CPU-only or GPU-less
+    torch is only built and registered here; its pairs run on a GPU)."""
+    has = {op: torch._C._dispatch_has_kernel_for_dispatch_key(f"mirror::{op}", "AutocastCUDA")
+           for op in CUDA_POLICIES + ["inverse", "cat", "mul.Tensor", "diagonal"]}
+    assert has == {op: op in CUDA_POLICIES for op in has}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA autocast runs on a GPU; this machine has none "
+                    "(its kernels are checked registered above)")
+def test_cuda_autocast_against_aten(m):
+    # (the mirrors with CUDA kernels)
+    bad = disagreements([c for c in transform_scenarios.autocast_pairs(m, "cuda", torch.float16)
+                         if c.label.startswith(("mm", "inverse", "logsumexp_last", "exp", "norm"))])
+    assert bad == []

@@ -3,6 +3,7 @@ banner its files start with, the hash seeds that place units in files, and
 which folders it owns.  Nothing else spells a path of the output folder.
 
     prelude.h, prelude_impl.h   shared headers (emit/prelude.py)
+    nlohmann/json.hpp           what torch's functorch headers include, for the vmap plumbing (emit/vmap.py)
     load_check.h                the load-time clash check (emit/load_check.py)
     support.cpp                 what those headers declare, compiled once (emit/support.py)
     cache_key.cpp               the digest of the generated code, for torch.compile's caches (emit/cache_key.py)
@@ -42,6 +43,8 @@ OWNED_FOLDERS = (FUNCTIONS, OPS, UNITY, PYTHON)
 PRELUDE_H = "prelude.h"
 PRELUDE_IMPL_H = "prelude_impl.h"
 LOAD_CHECK_H = "load_check.h"
+JSON_SHIM_FOLDER = "nlohmann"   # written where an op has `vmap:`, pruned where none has
+JSON_SHIM_H = f"{JSON_SHIM_FOLDER}/json.hpp"
 LINES_H = "derivative_lines.h"   # each formula's yaml line (emit/lines.py)
 SUPPORT_CPP = "support.cpp"
 CACHE_KEY_CPP = "cache_key.cpp"

@@ -80,9 +80,10 @@ inline at::Tensor sum_as_backward(const at::Tensor& grad, c10::SymIntArrayRef se
   return g.expand_symint(size).reshape_symint(self_sizes).to(self_dtype);
 }
 
-// band's: the gradient laid on the k-th diagonal of zeros of self's sizes.
+// band's: the gradient laid on the k-th diagonal (of the last two
+// dimensions) of zeros of self's sizes.
 inline at::Tensor band_backward(const at::Tensor& grad, c10::SymIntArrayRef self_sizes, int64_t k) {
-  return at::diagonal_backward_symint(grad, self_sizes, k, 0, 1);
+  return at::diagonal_backward_symint(grad, self_sizes, k, -2, -1);
 }
 
 // rows': the rows' gradients stacked, zeros for rows that got none.

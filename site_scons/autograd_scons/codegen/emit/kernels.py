@@ -30,7 +30,9 @@ from .local_names import check_kernel_names
 from .registration import registration
 from .forward_ad import ForwardAD, forward_ad
 from .options import EmitOptions
+from .transforms import transform_kernels
 from .views import copy_kernel, inverse_declaration, view_kernels
+from .vmap import rule_declaration
 
 # Saved views copied with `.vec()`.
 _ARRAY_VIEWS = (intArrayRefT, symIntArrayRefT, ArrayRefCType(scalarT))
@@ -54,20 +56,23 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = 
     files = {op_file(unit.stem, ".h"): load("op_kernels.h").substitute(
         banner=BANNER, op=op, type_includes=load("kernel_types.h").lines(),
         caller=caller_declaration(unit, opts.ns, ret, params),
-        kernels=declarations(f, dispatch, (ret, decl), inverse) if dispatch is not None else [])}
+        kernels=declarations(f, dispatch, (ret, decl), inverse) if dispatch is not None else [],
+        batch_rule=rule_declaration(f, f.vmap) if f.vmap is not None else [])}
     own_header = [f'#include "{include(unit.path, op_file(unit.stem, ".h"))}"']
     caller = caller_definition(unit, opts.ns, ret, params)
+    transforms, transform_impls = transform_kernels(unit, opts.ns)
     if dispatch is not None and dispatch.implicit:
         files[unit.path] = load("op_registration.cpp").substitute(
-            banner=BANNER, op=op, own_header=own_header, caller=caller,
+            banner=BANNER, op=op, own_header=own_header, caller=caller, transforms=transforms,
             why="differentiated through its CompositeImplicitAutograd kernel",
-            registration=registration(unit, opts, registrations(f, dispatch)))
+            registration=registration(unit, opts, registrations(f, dispatch) + transform_impls))
         return files
     if unit.uses_autograd_fallback():
         files[unit.path] = load("op_registration.cpp").substitute(
-            banner=BANNER, op=op, own_header=own_header, caller=caller,
+            banner=BANNER, op=op, own_header=own_header, caller=caller, transforms=transforms,
             why="no derivatives entry: no Autograd kernel, torch's autograd fallback applies",
-            registration=registration(unit, opts, registrations(f, dispatch) if dispatch is not None else []))
+            registration=registration(unit, opts, (registrations(f, dispatch) if dispatch is not None else [])
+                                      + transform_impls))
         return files
     check_kernel_names(f, [a.name for a in args])
     impls = [("Autograd", f"{unit.stem}_autograd")] + (registrations(f, dispatch) if dispatch is not None else [])
@@ -87,8 +92,8 @@ def render_kernel(unit: KernelUnit, opts: EmitOptions, callees: Sequence[str] = 
         banner=BANNER, op=op, ns=opts.ns, ret=ret, kernel=f"{unit.stem}_autograd", params=decl, kernels=kinds,
         view_includes=load("view_includes.cpp").lines() if view is not None else [], view_kernels=more,
         own_header=own_header, callee_headers=callee_includes(unit.path, callees), caller=caller,
-        derivative_lines=INCLUDE if located else [],
-        registration=registration(unit, opts, impls), **holes), f"../{unit.path}")
+        derivative_lines=INCLUDE if located else [], transforms=transforms,
+        registration=registration(unit, opts, impls + transform_impls), **holes), f"../{unit.path}")
     return files
 
 

@@ -9,7 +9,7 @@ of external linkage, `register_<stem>()`, run once behind a static guard;
 each copy's initialiser calls it, and the linker keeps one definition, the
 edit TU's.
 
-A CUDA kernel is registered unless the build defines
+A CUDA kernel (and a CUDA Autocast kernel) is registered unless the build defines
 `AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS` (site_scons/autograd_scons/buildenv/cuda_flags.py does, when it
 leaves the `.cu` sources out: a CPU-only torch, `CUDA=0`): the registration
 would otherwise refer to a kernel no object defines.  Opt-out, not opt-in,
@@ -26,6 +26,8 @@ from .options import EmitOptions
 
 WITHOUT_CUDA = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"  # site_scons/autograd_scons/buildenv/cuda_flags.py defines it
 _REGISTRATION = load("registration.cpp")
+# Kernels for CUDA: the extension's own, and its ops' CUDA autocast (emit/autocast.py).
+_CUDA_KEYS = ("CUDA", "AutocastCUDA")
 
 
 def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> list[str]:
@@ -38,7 +40,7 @@ def registration(unit: Any, opts: EmitOptions, impls: list[tuple[str, str]]) -> 
         lib = [f"      static torch::Library {key}_lib(torch::Library::IMPL, {ns}, c10::DispatchKey::{key}, "
                "__FILE__, __LINE__);"]
         call = [f"      {key}_lib.impl({string_literal(str(f.func.name))}, TORCH_FN({fn}));"]
-        if key == "CUDA":
+        if key in _CUDA_KEYS:
             lib, call = _unless_without_cuda(lib), _unless_without_cuda(call)
         libs += lib
         calls += call

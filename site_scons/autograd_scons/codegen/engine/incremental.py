@@ -24,12 +24,13 @@ from ..emit import python_bindings
 from ..emit.cache_key import render_cache_key
 from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
+from ..emit.vmap import render_json_shim
 from ..errors import SpecError
 from ..model.extension_op import DeclaredKernel, declared_kernels
 from .functions_request import FunctionsRequest
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
-from ..tree import (CACHE_KEY_CPP, MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind,
+from ..tree import (CACHE_KEY_CPP, JSON_SHIM_FOLDER, MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind,
                    bucket_file, bucket_index, translation_unit)
 from .unity_files import included, included_by_members, render_buckets, render_edit_tus, translation_units
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
@@ -193,7 +194,7 @@ def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: 
         discard_manifest(mpath)
         write_files(out_dir, {rel: text for rel, text in files.items() if rel != CACHE_KEY_CPP})
         write_files(out_dir, {rel: text for rel, text in files.items() if rel == CACHE_KEY_CPP})  # the code's digest last
-        pruned = prune(out_dir, OWNED_FOLDERS, set(owner), set(old.files) if old else set())
+        pruned = prune(out_dir, OWNED_FOLDERS + (JSON_SHIM_FOLDER,), set(owner), set(old.files) if old else set())
         result.foreign = pruned.foreign
         stats = {rel: stat_of(os.path.join(out_dir, rel)) for rel in owner}
         missing = [rel for rel, st in stats.items() if st is None]
@@ -344,6 +345,8 @@ class _State:
         shared.update(bindings)
         # every formula's yaml line, outside the Functions' keys (emit/lines.py)
         shared.update(render_lines([u.subject for u in units if u.kind is Kind.FUNCTION]))
+        if any(u.kind is Kind.KERNEL and u.subject.func.vmap is not None for u in units):
+            shared.update(render_json_shim())   # (what the vmap plumbing's functorch headers include)
         if request.opts.patch is None and not request.build_digest:
             shared.update(render_cache_key(self._generated(r, shared)))
         shared.update(render_buckets(units, p.layout, p.rewrite, text_of))

@@ -184,13 +184,49 @@ class DeclaredKernel:
 
 def declared_kernels(units: Sequence[KernelUnit]) -> list[DeclaredKernel]:
     """Every kernel the units' `dispatch:` names for the extension to define
-    below autograd (not a CompositeImplicitAutograd op's)."""
+    below autograd (not a CompositeImplicitAutograd op's), and every batch
+    rule their `vmap:` names."""
     out = []
     for u in units:
         d = u.func.dispatch
-        if d is None or d.implicit:
-            continue
-        ret, params = dispatcher_signature(u.func)
-        out += [DeclaredKernel(u.func.namespace, name, key, u.op, u.func.file, line, ret, tuple(params))
-                for (key, name), line in zip(d.kernels, d.key_lines)]
+        if d is not None and not d.implicit:
+            ret, params = dispatcher_signature(u.func)
+            out += [DeclaredKernel(u.func.namespace, name, key, u.op, u.func.file, line, ret, tuple(params))
+                    for (key, name), line in zip(d.kernels, d.key_lines)]
+        out += declared_batch_rule(u)
     return out
+
+
+def declared_batch_rule(u: KernelUnit) -> list[DeclaredKernel]:
+    """The batch rule that `vmap: {rule: NAME}` declares, if any (its
+    signature: model/batch_rule.py)."""
+    v = u.func.vmap
+    if v is None or v.rule is None:
+        return []
+    ret, params = batch_rule_signature(u.func)
+    return [DeclaredKernel(u.func.namespace, v.rule, "FuncTorchBatched", u.op, u.func.file, v.line, ret,
+                           tuple(p.rsplit(" ", 1)[0] for p in params))]
+
+
+# ATen's batch rules take each tensor's batch dimension as this.
+BDIM = "std::optional<int64_t>"
+
+
+def batch_rule_signature(f: NativeFunction) -> tuple[str, list[str]]:
+    """The C++ signature of `f`'s batch rule under vmap, ATen's: each Tensor
+    (or Tensor?) argument followed by its batch dimension, `<name>_bdim`
+    (std::nullopt: not batched), the other arguments as the dispatcher
+    passes them; it returns each result followed by its batch dimension, or
+    nothing for an op that writes its first argument in place.  torchgen's
+    plumbing calls ATen's rules so, and emit/vmap.py's calls an extension's
+    (written by the tool for a kind, or by hand: `vmap: {rule: NAME}`).
+    (return type, parameters with their names)."""
+    params = []
+    for a in f.func.schema_order_arguments():
+        params.append(f"{parameter_type(f, a)} {a.name}")
+        if is_tensor_like(a.type):
+            params.append(f"{BDIM} {a.name}_bdim")
+    if any(a.is_write for a in f.func.schema_order_arguments()):
+        return "void", params
+    results = [return_type(r).cpp_type() for r in f.func.returns]
+    return f"::std::tuple<{', '.join(x for r in results for x in (r, BDIM))}>", params

@@ -1,7 +1,8 @@
 """The records native_functions.yaml becomes (parsing is parse/native_functions.py):
 what derivative matching and the emitters need to know of a native function,
-and of an extension's op, its hand-written kernels (`dispatch:`) and its
-view declaration (`view:`), checked and located when parsed.
+and of an extension's op, its hand-written kernels (`dispatch:`), its
+view declaration (`view:`) and its transforms (`autocast:`, `vmap:`),
+checked and located when parsed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from functools import cached_property
 from typing import Optional
 
 from .schema import FunctionSchema
+from .transforms import Autocast, Vmap
 
 # Dispatch keys that mean "implemented by decomposition" (no backend kernel).
 _CIA = "CompositeImplicitAutograd"
@@ -77,6 +79,10 @@ class NativeFunction:
     # (None: not a view op, or a CompositeImplicitAutograd one).
     dispatch: Optional[Dispatch] = None
     view: Optional[View] = None
+    # Its `autocast:` and `vmap:` (model/transforms.py); None: no Autocast
+    # kernel (inputs arrive as they are), functorch's fallback under vmap.
+    autocast: Optional[Autocast] = None
+    vmap: Optional[Vmap] = None
     # The raw yaml entry (for cache keys); empty for derived functions.
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 

@@ -16,7 +16,9 @@ from ..model.schema import (FUNCTIONAL, INPLACE, MUTABLE, OUT, Annotation, Argum
                     check_name, is_tensor_like)
 from ..model.extension_op import dispatcher_signature
 from ..model.native import _CIA, NativeFunction, NativeSpec, ViewGroup
+from .entry_keys import check_keys
 from .extension_keys import parse_dispatch, parse_view
+from .transform_keys import parse_autocast, parse_vmap, resolve_redispatch
 from .yaml_io import Entry, load_entries, read_text
 
 # A quirk of ATen's own spec: this in-place op's schema cannot be paired with
@@ -59,7 +61,7 @@ def first_op_namespace(path: str) -> str:
 
 
 def parse_native_functions(path: str, text: str, valid_tags: Optional[set[str]]) -> NativeSpec:
-    funcs = [_parse_entry(path, e, valid_tags) for e in load_entries(path, text)]
+    funcs = resolve_redispatch([_parse_entry(path, e, valid_tags) for e in load_entries(path, text)])
     funcs += _derived_variants(funcs)
     funcs += _view_copies(funcs)
     groups = _group_by_view(funcs)
@@ -85,6 +87,7 @@ def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeF
         func = FunctionSchema.parse(schema)
     except SchemaError as ex:
         raise err(f"bad schema: {ex}", "func") from None
+    check_keys(path, e, namespace, raw)
 
     variants = d.get("variants", "function")
     if not isinstance(variants, str) or not set(variants.split(", ")) <= {"function", "method"}:
@@ -136,7 +139,9 @@ def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeF
         raise err(f"its kernels cannot be declared: {ex}", "func") from None
     ext_dispatch = parse_dispatch(path, e, namespace, func)
     return dataclasses.replace(f, dispatch=ext_dispatch,
-                               view=parse_view(path, e, namespace, func, f.returns_view, ext_dispatch))
+                               view=parse_view(path, e, namespace, func, f.returns_view, ext_dispatch),
+                               autocast=parse_autocast(path, e, namespace, func, f.returns_view),
+                               vmap=parse_vmap(path, e, namespace, func))
 
 
 # ------------------------------------------------ derived functional/out=

@@ -26,6 +26,7 @@ ${view_kernels}
 
 }  // namespace
 }  // namespace ${ns}
+${transforms}
 
 ${caller}
 ${registration}

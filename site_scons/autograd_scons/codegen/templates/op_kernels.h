@@ -6,3 +6,4 @@ ${type_includes}
 
 ${caller}
 ${kernels}
+${batch_rule}

@@ -4,6 +4,7 @@ ${banner}
 ${own_header}
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
+${transforms}
 
 ${caller}
 ${registration}

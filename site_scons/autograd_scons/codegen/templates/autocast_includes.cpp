@@ -1,0 +1,1 @@
+#include <ATen/autocast_mode.h>

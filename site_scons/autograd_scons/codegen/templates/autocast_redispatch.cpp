@@ -1,0 +1,5 @@
+// ${why}
+${ret} ${name}(${params}) {
+  ${lookup}
+  return op.call(${args});
+}

@@ -1,0 +1,9 @@
+${includes}
+
+namespace ${ns} {
+namespace {
+
+${kernels}
+
+}  // namespace
+}  // namespace ${ns}

@@ -1,0 +1,2 @@
+auto results = ${rule}(${args});
+return ${results};

@@ -1,0 +1,3 @@
+${check}
+${rule}(${args});
+${returns}

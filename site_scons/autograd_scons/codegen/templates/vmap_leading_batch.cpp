@@ -1,0 +1,1 @@
+const c10::SymInt batch = ${batch};

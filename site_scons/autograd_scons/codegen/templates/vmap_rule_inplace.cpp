@@ -1,0 +1,1 @@
+op.call(${args});

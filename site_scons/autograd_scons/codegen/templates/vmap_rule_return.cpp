@@ -1,0 +1,2 @@
+auto results = op.call(${args});
+return ${type}(${results});
