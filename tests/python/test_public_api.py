@@ -29,6 +29,8 @@ FORMER_BASES = {
     "FormulaError": Exception, "OptionError": ValueError,
     # new with the base, each with the standard base of its kind: a report not read, a benchmark stopped
     "ReportError": ValueError, "BenchError": RuntimeError,
+    # a name libtorch defines with no usable symbol (patch-torch, issue 54)
+    "LocalError": ValueError,
 }
 
 # Imports every module of the package (not the SConstructs SCons runs: jit/sconstruct.py, torch_patch/patch_sconstruct.py)

@@ -9,11 +9,15 @@ the generated text does not determine.  So under SCons the tool writes the
 generated folder's `cache_key.cpp` itself, after every other object of the
 library is built, from:
 
-- the content of every file those objects were compiled from: their
-  sources (generated or hand-written) and every header SCons's scanner
-  found for them (the `includes=` headers, the extension's own headers, the
-  generated ones), each by its content alone, so the same code built in
-  another folder gives the same digest and the caches hit;
+- the generated code's digest (emit/cache_key.py, from the update's
+  result or its manifest): the units' text wherever the compile layout put
+  it, so an edit undone gives the first build's digest again although the
+  unit now compiles in an edit TU;
+- the content of every other file those objects were compiled from: the
+  hand-written sources and every header SCons's scanner found for them
+  (the `includes=` headers, the extension's own headers), each by its
+  content alone, so the same code built in another folder gives the same
+  digest and the caches hit;
 - the compile and link flags and defines (not the include and library
   paths: what they lead to is in the headers' contents);
 - the compiler's files (its driver's content, not its path).
@@ -51,8 +55,9 @@ def declare(env, out, nodes, result, objects) -> None:
     if cpp is None:
         return
     others = [o for o in objects if not _made_from(o, cpp)]
-    env.Command(cpp, others, SCons.Action.Action(_write, "$AUTOGRAD_DIGESTCOMSTR", varlist=FLAGS + ["CXX"]),
-                target_scanner=_INPUTS)
+    env.Command(cpp, others, SCons.Action.Action(_write, "$AUTOGRAD_DIGESTCOMSTR",
+                                                 varlist=FLAGS + ["CXX", "AUTOGRAD_CODE_DIGEST"]),
+                target_scanner=_INPUTS, AUTOGRAD_CODE_DIGEST=result.code_digest)
     env.NoCache(cpp)   # (a one-line file, written in no time: CacheDir keeps the objects)
     compiler = _compiler_files(env)
     if compiler:
@@ -131,8 +136,11 @@ def source_files(node) -> list:
 
 
 def library_digest(node, env) -> str:
-    """The digest of `node`'s inputs (source_files), each by content, then
-    the flags."""
-    csigs = sorted(n.get_csig() for n in source_files(node))
+    """The digest of cache_key.cpp `node`'s inputs: the generated code's
+    digest for its folder's files, every other file (source_files) by
+    content, then the flags."""
+    folder = node.dir.get_abspath() + os.sep
+    csigs = sorted(n.get_csig() for n in source_files(node) if not n.get_abspath().startswith(folder))
     flags = "\n".join(f"{k}={env.subst('$' + k)}" for k in FLAGS)
-    return xxhash.xxh3_128_hexdigest("\n".join(csigs + [flags]).encode())
+    code = env.subst("$AUTOGRAD_CODE_DIGEST")
+    return xxhash.xxh3_128_hexdigest("\n".join([code] + csigs + [flags]).encode())

@@ -192,7 +192,7 @@ def _generate(env, outdir, request, others=0):
         # `scons generate`: generate (done while reading) and build nothing.
         # The manifest, written last, stands for the whole generated tree.
         env.Alias(alias, out.File(MANIFEST))
-    record = closing_report.REPORT.add(out, result, env=env, specs=tuple(paths), includes=request.emit.includes,
+    record = closing_report.REPORT.add(out, result, env=env, specs=(nf, d, tags), includes=request.emit.includes,
                                        generate_s=time.perf_counter() - started)
     return nodes, result, record
 

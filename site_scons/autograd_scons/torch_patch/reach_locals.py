@@ -18,13 +18,14 @@ import struct
 import subprocess
 from dataclasses import dataclass
 
+from autograd_scons.codegen.errors import Error
 from autograd_scons.torch_patch.libtorch_locals import (CALL_RELOCATIONS, CLONES_ONLY, NO_TRAMPOLINE, SHT_RELA,
                                                         SHT_SYMTAB, STB_LOCAL, TRAMPOLINE_MACHINES, LocalTable,
                                                         qualified)
 from autograd_scons.torch_patch.torch_library import LibtorchFacts, ElfFile
 
 
-class LocalError(ValueError):
+class LocalError(Error, ValueError):
     """A name the patch uses that libtorch defines with no usable symbol (one line)."""
 
 

@@ -30,12 +30,12 @@ from typing import Optional
 
 from ..model.autograd import DifferentiabilityInfo, uses_ident
 from ..model.cpp import ArrayRefCType, OptionalCType, intArrayRefT, return_names, scalarT, stringViewT, symIntArrayRefT
+from ..model.extension_op import dispatcher_signature as signature_of, parameters_of
 from ..model.native import NativeFunction
 from ..model.schema import INPLACE, OUT, is_tensor_like
 from ..templates import load, string_literal
 from ..tree import BANNER, op_file
 from .aten_forward_ad import forward_statements, fw_condition, inplace_forward
-from .kernels import parameters_of, signature_of
 
 # The namespace of the patch's own kernels (and Functions: emit/functions.py).
 OWN_NAMESPACE = "torch::autograd::generated::autograd_scons_patch"

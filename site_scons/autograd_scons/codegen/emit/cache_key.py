@@ -11,21 +11,22 @@ it adds the digest of what it was built from to that tag
 loaded (`torch.ops.load_library`, load(), a wheel's package), and adds
 nothing in a process without Python.
 
-Built by the SCons tool (`scons`, load(), the backend), the digest is the
-tool's, written at build time: every source and header of the library as
-SCons's scanner finds them (the `includes=` headers and the hand-written
-kernels too, which a formula's backward may call), the flags and the
-compiler (site_scons/autograd_scons/tool/build_digest.py).  Generated alone
-(`python -m autograd_scons generate`), the digest is of the text of every
-generated file the library is compiled from but
+The digest of the generated code is of the text of every generated file
+the library is compiled from but
 the unity files (an arrangement of the units' text: the same code in
 another layout is the same library), `derivative_lines.h` (yaml paths and
 line numbers, which only debug information sees) and this file: so an
 edit undone, or the same specs built in another folder, give the same
 digest again and the caches hit.  It has a file of its own, a TU with no
 header, so that an edit recompiles that trivial TU besides its own, never
-support.cpp, whose text depends on the options only.  A patch of libtorch's
-Functions (EmitOptions.patch) has neither.
+support.cpp, whose text depends on the options only.  Generated alone
+(`python -m autograd_scons generate`), the library's digest is that one.
+Built by the SCons tool (`scons`, load(), the backend), it is the tool's,
+written at build time from that one and every other source and header of
+the library as SCons's scanner finds them (the `includes=` headers and the
+hand-written kernels, which a formula's backward may call), the flags and
+the compiler (site_scons/autograd_scons/tool/build_digest.py).  A patch of
+libtorch's Functions (EmitOptions.patch) has neither.
 """
 
 from __future__ import annotations
@@ -53,10 +54,6 @@ def library_digest(files: Iterable[tuple[str, bytes]]) -> str:
     """The digest of (relpath, text) pairs, in any order."""
     lines = sorted(f"{rel} {xxhash.xxh3_128_hexdigest(text)}\n" for rel, text in files if digested(rel))
     return xxhash.xxh3_128_hexdigest("".join(lines).encode())
-
-
-def render_cache_key(files: Iterable[tuple[str, bytes]]) -> dict[str, str]:
-    return {CACHE_KEY_CPP: cache_key_source(library_digest(files))}
 
 
 def cache_key_source(digest: str) -> str:

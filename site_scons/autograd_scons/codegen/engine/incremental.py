@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..emit import python_bindings
-from ..emit.cache_key import render_cache_key
+from ..emit.cache_key import cache_key_source, library_digest
 from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
 from ..emit.vmap import render_json_shim
@@ -80,6 +80,8 @@ class Result:
     # The kernels the specs' `dispatch:` declares for the extension to define
     # (kept in the manifest: known on the fast path too).
     kernels: list[DeclaredKernel] = field(default_factory=list)
+    # The generated code's digest (emit/cache_key.py), whoever writes cache_key.cpp; "" for a patch.
+    code_digest: str = ""
 
     @property
     def sources(self) -> list[str]:
@@ -165,7 +167,8 @@ def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: 
         # The fast path: nothing to parse, nothing to write.
         return Result(out_dir, [k.name for k in old.units], {k.name: Kind(k.kind) for k in old.units},
                       [translation_unit(r) for r in old.sources], old.layout,
-                      keys={k.name: k.key for k in old.units}, kernels=old.kernels)
+                      keys={k.name: k.key for k in old.units}, kernels=old.kernels,
+                      code_digest=old.code_digest)
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
     from ..parse.yaml_io import gc_paused  # (the parser: the slow path only)
@@ -201,7 +204,7 @@ def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: 
         if missing:  # a unit we thought up to date lost a file under us: next run fixes it
             raise OSError(f"generated file vanished during generation: {missing[0]}")
         write_manifest(mpath, Manifest(inputs, generator, options, keys, owner, stats, result.layout,
-                                       result.sources, result.kernels))
+                                       result.sources, result.kernels, result.code_digest))
         cache.flush()  # (after the manifest: the cache only ever holds a parse of a good update)
     finally:
         cache.close()  # (a fresh parse not flushed: a failed update or a dry run; its writer exits)
@@ -285,6 +288,7 @@ class _State:
                         bindings_rewritten=rewritten, unchecked=_unchecked_inputs(units),
                         kernels=declared_kernels([u.subject for u in units if u.kind is Kind.KERNEL]))
         result.regenerated = [n for n in names if n in rendered.changed]
+        result.code_digest = rendered.code_digest
         return rendered.files, rendered.owner, result
 
     def _render_units(self, units: list[Unit], keys: list[UnitKey], opts: EmitOptions) -> "_Rendered":
@@ -347,8 +351,12 @@ class _State:
         shared.update(render_lines([u.subject for u in units if u.kind is Kind.FUNCTION]))
         if any(u.kind is Kind.KERNEL and u.subject.func.vmap is not None for u in units):
             shared.update(render_json_shim())   # (what the vmap plumbing's functorch headers include)
-        if request.opts.patch is None and not request.build_digest:
-            shared.update(render_cache_key(self._generated(r, shared)))
+        if request.opts.patch is None:
+            # Under SCons the tool writes cache_key.cpp from this digest and the
+            # library's other inputs (tool/build_digest.py).
+            r.code_digest = library_digest(self._generated(r, shared))
+            if not request.build_digest:
+                shared[CACHE_KEY_CPP] = cache_key_source(r.code_digest)
         shared.update(render_buckets(units, p.layout, p.rewrite, text_of))
         shared.update(render_edit_tus(units, p.layout))
         for rel, text in shared.items():
@@ -378,6 +386,7 @@ class _Rendered:
     owner: dict = field(default_factory=dict)     # relpath -> unit ("" for shared files)
     texts: dict = field(default_factory=dict)     # unit -> its rendered {relpath: text}
     changed: dict = field(default_factory=dict)   # unit -> its relpaths whose bytes differ
+    code_digest: str = ""                         # the generated code's (emit/cache_key.py)
     removed: list = field(default_factory=list)
 
 

@@ -5,7 +5,9 @@ It records the digests of the input files, the generator and the options
 which file, each file's size and mtime when written (a file changed behind
 our back is regenerated), the compile layout and the sources to compile, and
 the kernels the specs declare for the extension to define (for the check of
-the linked library, which then needs no parse either).
+the linked library, which then needs no parse either), and the digest of the
+generated code (emit/cache_key.py; the SCons tool's digest takes it for the
+generated folder's share, on the fast path too).
 It is versioned and checksummed: anything wrong with it means "start from
 scratch", never "trust it".
 """
@@ -24,7 +26,7 @@ from .layout import Layout
 from ..tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
 
-FORMAT = 4
+FORMAT = 5
 _MAGIC = "autograd-functions-manifest"
 
 
@@ -39,12 +41,13 @@ class Manifest:
     layout: Layout
     sources: list[str]      # relpaths to compile, in order
     kernels: list[DeclaredKernel]   # the kernels `dispatch:` declares
+    code_digest: str        # the generated code's digest ("": a patch, which has none)
 
     def to_json(self) -> dict:
         return {"inputs": self.inputs, "generator": self.generator, "options": self.options,
                 "units": [k.as_json() for k in self.units], "files": self.files,
                 "stats": self.stats, "layout": self.layout.to_json(), "sources": self.sources,
-                "kernels": [k.as_json() for k in self.kernels]}
+                "kernels": [k.as_json() for k in self.kernels], "code_digest": self.code_digest}
 
     @classmethod
     def from_json(cls, d: Any) -> "Manifest":
@@ -58,10 +61,11 @@ class Manifest:
                 and isinstance(d["inputs"], dict) and isinstance(d["options"], dict)
                 and isinstance(d["generator"], str)):
             raise ValueError("bad field types")
-        if not isinstance(d["kernels"], list):
-            raise ValueError("bad kernel list")
+        if not isinstance(d["kernels"], list) or not isinstance(d["code_digest"], str):
+            raise ValueError("bad kernel list or code digest")
         return cls(d["inputs"], d["generator"], d["options"], units, files, stats,
-                   Layout.from_json(d["layout"]), sources, [DeclaredKernel.from_json(k) for k in d["kernels"]])
+                   Layout.from_json(d["layout"]), sources, [DeclaredKernel.from_json(k) for k in d["kernels"]],
+                   d["code_digest"])
 
 
 def read_manifest(path: str) -> tuple[Optional[Manifest], Optional[str]]:
