@@ -82,17 +82,19 @@ def _group(item) -> str:
     return "torchgen_reference" if module.rpartition(".")[2] in TORCHGEN_REFERENCE else module
 
 
-# The slowest tests that compile nothing (2.5 s and more of a loaded
-# worker's time each), run in the full tier only; the fast tier keeps one
-# test of each kind beside them: an edit through load() (test_load.py's
+# The slowest tests that compile nothing (about a second and more of a
+# loaded worker's time each), run in the full tier only; the fast tier keeps
+# one test of each kind beside them: an edit through load() (test_load.py's
 # formula edit; four processes at once, one building), a swapped library
-# and a killed build undone (test_load_trust.py), the scons kills
+# (test_load_trust.py), the scons kills and a killed build undone
 # (test_interrupted_builds.py), a failed wheel build and another torch
 # (test_ship.py), a damaged shared prelude, a merged wheel, the launcher's
 # cache hits, an edit's compiles through scons (test_scons_incremental.py),
-# torchgen's reference.  Module file -> test names.
+# torchgen's reference.  Module file -> test names, or a test's id with
+# its parameters for that case alone.
 FULL_TIER = {
     "tests/python/test_load_trust.py": {"test_umask_000_still_makes_private_folders_and_files",
+                                        "test_a_build_killed_after_the_edit_compiled_then_undone_loads_the_undone_source",
                                         "test_a_read_only_install_builds_and_loads",
                                         "test_two_extensions_and_two_folders_at_once",
                                         "test_a_damaged_stamp_is_a_rebuild",
@@ -106,13 +108,24 @@ FULL_TIER = {
                                   "test_the_prelude_is_precompiled_only_where_it_pays",
                                   "test_load_inline_from_strings",
                                   "test_autograd_launcher_goes_before_every_compile_not_the_link",
-                                  "test_a_failed_compile_raises_its_first_error_and_the_log"},
+                                  "test_a_failed_compile_raises_its_first_error_and_the_log",
+                                  "test_a_quiet_build_prints_one_line_per_stage",
+                                  "test_the_timeout_names_the_folder_and_the_holder"},
     "tests/generator/test_hostile_inputs.py": {"test_a_cpu_torch_is_described_from_its_files_as_its_import_describes_it"},
     "tests/generator/test_compile_torch_specs.py": {"test_buckets_cover_every_function_once",
                                                     "test_per_op_tu_includes_only_its_header_and_prelude"},
     "tests/scons/test_merge_wheels.py": {"test_the_loader_picks_the_running_torchs_minor_and_build",
+                                         "test_the_default_tag_is_the_one_auditwheel_reports_and_a_library_it_"
+                                         "cannot_read_is_one_error",
                                          "test_no_variant_for_the_running_torch_is_a_one_line_import_error"},
     "tests/scons/test_launcher.py": {"test_switching_the_launcher_on_and_off_recompiles_nothing"},
+    # (a test id with its parameters names that case alone: the fast tier keeps the others)
+    "tests/scons/test_scons_incremental.py": {"test_edit_recompiles_exactly_the_regenerated_functions[renumbering]",
+                                              "test_edit_recompiles_exactly_the_regenerated_functions[entry removed]",
+                                              "test_edit_recompiles_exactly_the_regenerated_functions"
+                                              "[formula saves more]"},
+    "tests/generator/test_emit_classes.py": {"test_definitions_compute_what_torchgens_compute"},
+    "tests/scons/test_backend_inputs.py": {"test_without_packaging_the_version_must_be_pep_440_canonical"},
     "tests/scons/test_ship.py": {"test_an_unchanged_editable_import_runs_no_scons",
                                  "test_the_wheel_holds_the_package_and_its_library_only",
                                  "test_the_cpu_build_says_in_one_line_that_no_cuda_kernel_is_built",
@@ -132,7 +145,8 @@ FULL_TIER = {
                                            "test_clean_keeps_the_shared_prelude"},
     "tests/scons/test_build_failures.py": {"test_two_builds_of_one_tree_never_interleave",
                                            "test_edit_rules_an_edited_function_compiles_in_its_edit_tu_only",
-                                           "test_jobs_default_to_the_cpu_count_and_an_explicit_j_wins"},
+                                           "test_jobs_default_to_the_cpu_count_and_an_explicit_j_wins",
+                                           "test_report_counts_objects_in_a_build_folder_outside_the_checkout"},
     "tests/nvcc/test_cuda_build.py": {"test_the_launcher_goes_before_nvcc_out_of_the_signature",
                                       "test_an_edited_header_recompiles_the_cu_that_includes_it",
                                       "test_an_arch_change_recompiles_the_cuda_objects_only"},
@@ -159,7 +173,7 @@ def pytest_itemcollected(item):
     the full tier's mark on FULL_TIER's tests."""
     item.add_marker(pytest.mark.xdist_group(_group(item)))
     module = os.path.relpath(str(item.path), REPO).replace(os.sep, "/")
-    if getattr(item, "originalname", item.name) in FULL_TIER.get(module, ()):
+    if {getattr(item, "originalname", item.name), item.name} & FULL_TIER.get(module, set()):
         item.add_marker(pytest.mark.compile)
 
 

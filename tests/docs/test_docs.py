@@ -155,11 +155,18 @@ def comments_of(path):
     text = read(path)
     found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)
              if t.type == tokenize.COMMENT]
-    for node in ast.walk(ast.parse(text, path)):
+    # Statements only (a docstring's holder is one): the expressions are most
+    # of a module's nodes, and ast.walk through them was most of this test.
+    stack: list = [ast.parse(text, path)]
+    while stack:
+        node = stack.pop()
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
             if doc is not None:
                 found.append((node.body[0].lineno, doc))
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            stack.extend(n for n in getattr(node, field, ()) if isinstance(n, (ast.stmt, ast.excepthandler,
+                                                                               ast.match_case)))
     return found
 
 

@@ -125,7 +125,8 @@ def test_a_folder_of_another_user_or_writable_by_others_is_refused(tmp_path):
 # the fast tier plants the library and a folder; the log and the lock, opened
 # the same way as the library, are the full tier's (tests/conftest.py)
 @pytest.mark.parametrize("planted", [pytest.param("build.log", marks=pytest.mark.compile),
-                                     pytest.param(".folder_lock", marks=pytest.mark.compile), "m6.so", "obj"])
+                                     pytest.param(".folder_lock", marks=pytest.mark.compile),
+                                     pytest.param("m6.so", marks=pytest.mark.compile), "obj"])
 def test_a_planted_link_is_never_followed(tmp_path, planted):
     folder = tmp_path / "build"
     assert loads(fp_call("m6", folder, 1)) == "1"

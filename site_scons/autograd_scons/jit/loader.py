@@ -191,9 +191,10 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
 def _report_up_to_date(seconds: float) -> None:
     """$AUTOGRAD_REPORT, when set, for a load() that ran no build (the
     stamp vouched for it): status up_to_date (report/document.py)."""
-    if os.environ.get("AUTOGRAD_REPORT"):
-        from autograd_scons.report import document
-        document.write_up_to_date(document.requested(), "load", seconds)
+    from autograd_scons.report import document
+    report = document.requested()
+    if report is not None:
+        document.write_up_to_date(report, "load", seconds)
 
 
 def _digests(stamp_path: str) -> Optional[list]:

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
+from typing import Optional, TypeGuard
 
 from . import bench_project
 from .bench_project import BenchError, Project
@@ -158,6 +158,7 @@ class Bench:
                     "derivatives.yaml has one entry (the generator refuses a file without any)"
             else:
                 self.edited["remove"] = self.edited["add"] = removed[0]
+                assert derivatives is not None   # (removed from it)
                 self.build("remove", rep, a, ext, cache)
                 bench_project.add_entry(derivatives, removed)
                 self.build("add", rep, a, ext, cache)
@@ -171,7 +172,7 @@ class Bench:
         if not self.args.keep:
             shutil.rmtree(base, ignore_errors=True)
 
-    def _editable(self, derivatives: Optional[str], copy_root: str, name: str) -> bool:
+    def _editable(self, derivatives: Optional[str], copy_root: str, name: str) -> TypeGuard[str]:
         if derivatives is None:
             self.skipped[name] = "the build generated no folder"
         elif not bench_project.inside(derivatives, copy_root):

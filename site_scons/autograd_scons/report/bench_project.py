@@ -136,6 +136,7 @@ def edit_formula(path: str, op: Optional[str] = None) -> str:
     i, entry, key, value = found[0]
     lines = text.split("\n")
     m = _FORMULA.match(lines[i])
+    assert m is not None   # (the line was found by this pattern)
     lines[i] = f"{m.group(1)}{m.group(2).rstrip()}: ({value})"
     _write(path, "\n".join(lines))
     return f"{entry.split('(', 1)[0]}: {key}"

@@ -193,9 +193,10 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
                                  "env": {k: os.environ.get(k, "") for k in ("CXX", "PATH", "AUTOGRAD_LAUNCHER")}}))
     write_if_changed(os.path.join(folder, SPEC), json.dumps(spec, indent=1, sort_keys=True))
     if build_stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
-        if os.environ.get("AUTOGRAD_REPORT"):   # no build ran: the report says so
-            from autograd_scons.report import document
-            document.write_up_to_date(document.requested(), "patch-torch", 0.0)
+        from autograd_scons.report import document
+        report = document.requested()
+        if report is not None:   # no build ran: the report says so
+            document.write_up_to_date(report, "patch-torch", 0.0)
         return _result(folder, library, up_to_date=True)
     # From here on the folder holds no patch until this build has made one.
     build_stamp.clear_stamp(stamp_path)

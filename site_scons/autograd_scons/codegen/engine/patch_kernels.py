@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..emit.aten_kernel import LIBTORCH_FUNCTIONS_H, OWN_NAMESPACE, AtenKernel
+from ..model.autograd import DifferentiabilityInfo
+from ..model.native import NativeFunction
 from ..model.schema import FUNCTIONAL, INPLACE, OUT
 from .units import Kind, Unit
 
@@ -45,7 +47,7 @@ def aten_ops(native_functions: str, derivatives: str, tags: Optional[str]) -> li
     infos = [i for i in infos_from_specs(specs) if i.dispatch_key == "Default"]
     exact = {str(i.func.func): i for i in infos}
     functional = {i.func.func.signature_key: i for i in infos if i.func.func.kind() == FUNCTIONAL}
-    out = []
+    out: list[tuple[NativeFunction, Optional[DifferentiabilityInfo], bool]] = []
     for f in specs.native.functions:
         if f.namespace != "aten" or f.has_composite_implicit_autograd_kernel:
             continue   # (no Autograd kernel in libtorch: differentiated through what it calls)
