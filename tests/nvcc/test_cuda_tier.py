@@ -140,11 +140,15 @@ def test_torch_compiles_caches_see_an_edited_formula_under_torch_2_14(venv, tmp_
 
 
 def test_the_differential_suite_agrees_under_torch_2_14(venv, tmp_path):
-    """Our generated Autograd kernels against ATen's under torch 2.14.1 (on
+    """Our generated Autograd kernels, Autocast kernels and vmap plumbing against ATen's under torch 2.14.1 (on
     CPU tensors: the suite builds with the host compiler alone)."""
     out = pytest_in_venv(venv, clone(tmp_path / "diff", torch_facts=False), [DIFFERENTIAL])
     [(pairs, agree)] = set(re.findall(r"^(\d+) scenario pairs, (\d+) agree$", out, re.M))
     assert int(pairs) > 0 and agree == pairs, out[-3000:]
+    # autocast and vmap of the extension's ops against ATen's (issue 53), CPU tensors
+    [(a_pairs, a_agree, v_pairs, v_agree)] = set(re.findall(
+        r"^(\d+) autocast pairs, (\d+) agree; (\d+) vmap pairs, (\d+) agree$", out, re.M))
+    assert int(a_pairs) > 0 and int(v_pairs) > 0 and (a_agree, v_agree) == (a_pairs, v_pairs), out[-3000:]
 
 
 def test_torchs_own_functions_patched_agree_under_torch_2_14(venv, tmp_path):

@@ -225,3 +225,19 @@ def test_an_edit_whose_op_cannot_get_a_kernel_is_refused_at_its_entry(specs):
     assert "its op scale_into keeps libtorch's Autograd kernel (not supported by the kernel generator: a " \
            "mutable op)" in str(e.value) and "needs PyTorch rebuilt" in str(e.value)
     assert e.value.entry == "scale_into(Tensor(a!) buffer, Tensor x) -> Tensor"
+
+
+def test_a_patch_tree_with_kernels_is_generated_whole(specs):
+    """The update over a patch whose units include ATen ops' kernels (not
+    an extension's: no declared kernel, no run-time check, no vmap shim).
+    It raised AttributeError on AtenKernel as the merge of issues 53 and 54
+    first stood, which only the compile tier's OpInfo proof reached."""
+    write, _, nf, out = specs
+    opts = EmitOptions(namespace=LIBTORCH_NAMESPACE, includes=("torch/csrc/autograd/FunctionsManual.h",),
+                       kernels=False, python=False,
+                       patch=kernel_target(specs, every=True, kernels=True, unusable_helpers=()))
+    result = update(out, FunctionsRequest(nf, write(DERIVATIVES), None, opts, unity=0))
+    kernels = sorted(u for u in result.units if result.kinds[u].value == "kernel")
+    assert kernels == sorted(["aten::sin", "aten::mul.Tensor", "aten::eq_.Scalar", "aten::angle"])
+    assert result.kernels == [] and result.unchecked == {} and result.code_digest == ""
+    assert os.path.isfile(os.path.join(out, "ops", "aten_sin.cpp"))

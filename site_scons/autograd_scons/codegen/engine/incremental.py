@@ -26,7 +26,7 @@ from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
 from ..emit.vmap import render_json_shim
 from ..errors import SpecError
-from ..model.extension_op import DeclaredKernel, declared_kernels
+from ..model.extension_op import DeclaredKernel, KernelUnit, declared_kernels
 from .functions_request import FunctionsRequest
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .layout import Layout, bucket_of, plan
@@ -286,7 +286,7 @@ class _State:
                         bindings={u.name: python_bindings.shard_file(python_bindings.shard_of(u.name, n_shards))
                                   for u in bound},
                         bindings_rewritten=rewritten, unchecked=_unchecked_inputs(units),
-                        kernels=declared_kernels([u.subject for u in units if u.kind is Kind.KERNEL]))
+                        kernels=declared_kernels(_extension_kernels(units)))
         result.regenerated = [n for n in names if n in rendered.changed]
         result.code_digest = rendered.code_digest
         return rendered.files, rendered.owner, result
@@ -349,7 +349,7 @@ class _State:
         shared.update(bindings)
         # every formula's yaml line, outside the Functions' keys (emit/lines.py)
         shared.update(render_lines([u.subject for u in units if u.kind is Kind.FUNCTION]))
-        if any(u.kind is Kind.KERNEL and u.subject.func.vmap is not None for u in units):
+        if any(k.func.vmap is not None for k in _extension_kernels(units)):
             shared.update(render_json_shim())   # (what the vmap plumbing's functorch headers include)
         if request.opts.patch is None:
             # Under SCons the tool writes cache_key.cpp from this digest and the
@@ -394,9 +394,15 @@ def _unchecked_inputs(units: list) -> dict:
     """Each op kernel's tensor inputs that have no formula (legal, as in
     ATen: refused at run time when they require grad), for the report."""
     out = {}
-    for u in units:
-        if u.kind is Kind.KERNEL and u.subject.differentiated is not None:
-            names = u.subject.inputs_without_formula()
+    for k in _extension_kernels(units):
+        if k.differentiated is not None:
+            names = k.inputs_without_formula()
             if names:
-                out[u.name] = names
+                out[k.op] = names
     return out
+
+
+def _extension_kernels(units: list) -> list[KernelUnit]:
+    """The extension ops' kernel units (a patch's kernel units are ATen
+    ops', emit/aten_kernel.py's AtenKernel: no declared kernel, no transform)."""
+    return [u.subject for u in units if u.kind is Kind.KERNEL and isinstance(u.subject, KernelUnit)]
