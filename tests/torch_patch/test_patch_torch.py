@@ -87,23 +87,6 @@ def refused(folder, *edits, args=()):
     return lines[0]
 
 
-def test_an_edit_that_saves_another_value_is_refused_before_any_compile(folder):
-    line = refused(folder, SIN, ("- name: exp(Tensor self) -> Tensor\n  self: grad * result.conj()\n",
-                                 "- name: exp(Tensor self) -> Tensor\n  self: grad * self.exp().conj() * self\n"))
-    assert "derivatives.yaml:" in line and "entry 'exp(Tensor self) -> Tensor'" in line
-    assert "'ExpBackward0' saves self_ (SavedVariable)" in line and "needs PyTorch rebuilt" in line
-    # run-patched has nothing to run with: the last build was refused
-    run = run_patched(folder[1], folder[0], "print(1)")
-    assert run.returncode != 0 and "holds no patch" in run.stderr
-
-
-def test_a_new_entry_is_refused(folder):
-    line = refused(folder, ("- name: exp(Tensor self) -> Tensor\n",
-                            "- name: logical_not(Tensor self) -> Tensor\n  self: zeros_like(grad)\n\n"
-                            "- name: exp(Tensor self) -> Tensor\n"))
-    assert "'LogicalNotBackward0' is not a class of the installed libtorch" in line
-
-
 def test_an_edit_using_a_helper_libtorch_keeps_local_runs_libtorchs_own(tmp_path):
     out, env, tmp = built(tmp_path)
     proc = patch_torch(env, out, "--derivatives", edited_specs(tmp, ANGLE))
@@ -125,6 +108,17 @@ def test_an_edit_using_a_helper_libtorch_has_no_symbol_for_is_refused(folder):
     line = refused(folder, ("  self: angle_backward(grad, self)\n", "  self: solve_backward_self(grad, self, self)\n"))
     assert "'AngleBackward0' uses solve_backward_self, which libtorch defines with no symbol a patch can reach: " \
            "libtorch_cpu.so has no symbol for it" in line and "--functions-manual" in line
+    # run-patched has nothing to run with: the last build was refused
+    run = run_patched(folder[1], folder[0], "print(1)")
+    assert run.returncode != 0 and "holds no patch" in run.stderr
+
+
+# An edit that changes what a Function saves, and a new entry, were refused
+# here before the patch had kernels of its own: each now gets the patch's own
+# class and kernels, proven on OpInfo samples in test_patch_kernels.py
+# (test_sin_saving_its_result, test_a_new_entry_for_an_op_without_one); an
+# edit whose op cannot get a kernel is still refused at its entry
+# (test_patch_selection.py).
 
 
 def test_functions_manual_compiles_the_helpers_into_the_patch(tmp_path):
