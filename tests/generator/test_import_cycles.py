@@ -183,7 +183,11 @@ LAYERS = [
     ("autograd_scons.codegen.model*", ["autograd_scons.codegen.model*", *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.parse*", ["autograd_scons.codegen.parse*", "autograd_scons.codegen.model*",
                                       *_GENERATOR_BASE], ("SCons", "torch")),
-    # emission reads no yaml: the model is complete before it (parse/extension_ops.py)
+    # emission reads no yaml: the model is complete before it (parse/extension_ops.py);
+    # the stable target's Python emitter also translates the formulas
+    ("autograd_scons.codegen.emit.stable_python*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.model*",
+                                                    "autograd_scons.codegen.formula*", "autograd_scons.codegen.templates",
+                                                    *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.model*",
                                       "autograd_scons.codegen.templates", *_GENERATOR_BASE], ("SCons", "torch")),
     # the output folder's machinery, below the engine and every user of it

@@ -14,9 +14,10 @@ its single-level autograd Function and the Autograd kernel that applies it.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 from ...errors import FormulaError, SpecError
+from ...formula.names import cpp_type, schema_type
 from ...model.autograd import DifferentiabilityInfo, differentiable_outputs, uses_ident, written_as
 from ...model.cpp import return_names
 from ...model.extension_op import KernelUnit
@@ -28,7 +29,10 @@ from .transforms import signature, transform_lines, tuple_of
 RESERVED = frozenset({"torch", "ctx", "inputs", "output", "keyset", "grads", "need"})
 
 
-def render_op(unit: KernelUnit, translate: Callable, helpers: Optional[str]) -> list[str]:
+def render_op(unit: KernelUnit, translate: Callable) -> list[str]:
+    """The op's lines of the module; `translate(formula, inputs=, outputs=)`
+    gives a formula as Python (codegen/formula's translate with the
+    functions and helpers bound: render_module)."""
     f = unit.func
     fs = f.func
     label = f"{f.namespace}::{fs.name}"
@@ -46,7 +50,7 @@ def render_op(unit: KernelUnit, translate: Callable, helpers: Optional[str]) -> 
     info = unit.info
     if info is None or not info.op:
         return load("stable_python/op_no_formula.py").lines(common)
-    o = _Op(unit, info, translate, helpers)
+    o = _Op(unit, info, translate)
     return load("stable_python/op.py").lines(
         common, where=f"{info.file}:{info.line}" if info.file else "-",
         positional=tuple_of(n for n in names if n not in kw),
@@ -57,8 +61,8 @@ def _check_supported(unit: KernelUnit, where) -> None:
     fs = unit.func.func
     why = None
     if fs.kind() != FUNCTIONAL:
-        why = (f"a {fs.kind()} op (it writes an argument): the stable target's Python autograd covers functional "
-               "ops; declare the functional op only")
+        why = (f"an op that writes an argument (kind {fs.kind()}): the stable target's Python autograd covers "
+               "functional ops; declare the functional op only")
     elif unit.func.view is not None or unit.func.returns_view:
         why = "a view op: the stable target's Python autograd does not make views yet"
     else:
@@ -75,20 +79,20 @@ def _check_supported(unit: KernelUnit, where) -> None:
 
 
 class _Op:
-    def __init__(self, unit: KernelUnit, info: DifferentiabilityInfo, translate: Callable, helpers):
-        self.unit, self.info, self.translate, self.helpers = unit, info, translate, helpers
+    def __init__(self, unit: KernelUnit, info: DifferentiabilityInfo, translate: Callable):
+        self.unit, self.info, self.translate = unit, info, translate
         fs = info.func.func
         self.args = list(fs.schema_order_arguments())
         self.index = {a.name: i for i, a in enumerate(self.args)}
         self.tensors = {a.name for a in self.args if is_tensor_like(a.type)}
         self.rnames = [("result" if x == "self" else x) for x in return_names(fs)]
         self.douts = [o.name for o in differentiable_outputs(info)]
-        self.types = {a.name: str(a.type) for a in self.args}
+        self.types = {a.name: schema_type(str(a.type)) for a in self.args}
+        self.outputs = {n: schema_type(str(r.type)) for n, r in zip(self.rnames, fs.returns)}
 
     def _py(self, formula: str, line: int, extra: dict) -> str:
         try:
-            return self.translate(formula, inputs={**self.types, **extra}, outputs=tuple(self.rnames),
-                                  helpers=self.helpers)
+            return self.translate(formula, inputs={**self.types, **extra}, outputs=self.outputs)
         except FormulaError as e:
             raise SpecError(str(e), self.info.file or None, line or self.info.line or None,
                             str(self.info.func.func)) from None
@@ -153,7 +157,7 @@ class _Op:
         out += [f"{a.name} = ctx.{a.name}" for a, _, _ in saved if not a.type.is_tensor]
         results = {f"_d_{a.name}": "None" for a in self.args}
         for d in info.derivatives:
-            py = self._py(d.formula, d.line, {a.name: "saved" for a, _, _ in saved})
+            py = self._py(d.formula, d.line, {a.name: cpp_type(a.type.cpp_type()) for a, _, _ in saved})
             targets = [f"_d_{v}" for v in d.var_names]
             none = "None" if len(targets) == 1 else "(" + ", ".join("None" for _ in targets) + ")"
             out.append(f"{', '.join(targets)} = ({py}) if {self._need(d.var_names)} else {none}")
@@ -203,8 +207,7 @@ class _Op:
             if linear is not None:
                 py = f"_{self.unit.stem}_op(" + ", ".join(linear) + ")"
             else:
-                extra = {f"{n}_t": "tangent" for n in self.tensors} | {f"{n}_p": "primal" for n in self.tensors}
-                py = self._py(fd.formula, fd.line, extra)
+                py = self._py(fd.formula, fd.line, {})
             out.append(", ".join(f"_t_{n}" for n in fd.var_names) + f" = {py}")
         tangents = [f"_t_{r}" if r in self.douts else "None" for r in self.rnames]
         out.append(f"return {', '.join(tangents)}")
