@@ -70,3 +70,22 @@ def test_compile_fullgraph_forward_and_backward(sp):
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     got = torch.autograd.grad(compiled(*args), args)
     assert all(torch.allclose(a, b) for a, b in zip(got, expected))
+
+
+@pytest.mark.compile   # torch.compile: seconds
+def test_compiled_forward_ad_keeps_the_tangent(sp):
+    """AOT traces forward-AD code with the dual level closed and its inputs
+    still dual: a fast path that skipped the Function there (no level open,
+    nothing requiring grad) gave a None tangent, silently."""
+    from torch.autograd import forward_ad
+
+    def f(x, t):
+        with forward_ad.dual_level():
+            return forward_ad.unpack_dual(sp.myexp(forward_ad.make_dual(x, t))).tangent
+
+    def g(x, t):
+        return torch.func.jvp(sp.bmul, (x, x), (t, t))[1]
+    x, t = torch.randn(3), torch.randn(3)
+    got = torch.compile(f, backend="aot_eager")(x, t)
+    assert got is not None and torch.allclose(got, t * x.exp())
+    assert torch.allclose(torch.compile(g, fullgraph=True, backend="aot_eager")(x, t), 2 * t * x)

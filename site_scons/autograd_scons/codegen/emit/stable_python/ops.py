@@ -5,8 +5,7 @@ its single-level autograd Function and the Autograd kernel that applies it.
   an input whose formula reads it needs a gradient (`needs_input_grad`):
   a tensor through save_for_backward, a size or scalar type as an attribute
   (the entry's saved attributes: `self.sym_sizes()` saves the sizes, not self);
-  and, when a jvp may follow, what the forward formulas read
-  (save_for_forward);
+  and what the forward formulas read (save_for_forward);
 - backward evaluates each needed formula only (None for the others);
 - jvp evaluates the `result:` formulas, and refuses forward AD in one line
   where a differentiable output has none (never a zero tangent).
@@ -130,11 +129,12 @@ class _Op:
             if r not in self.douts:
                 out.append(f"ctx.mark_non_differentiable({r})")
         fw_tensors, fw_plain = self._fw_reads()
-        if fw_tensors or fw_plain:
-            out.append("if _rt.fw_possible():")
-            if fw_tensors:
-                out.append("    ctx.save_for_forward(" + ", ".join(fw_tensors) + ")")
-            out += [f"    ctx.fw_{n} = {n}" for n in fw_plain]
+        # Always: under torch.compile's trace of forward-AD code no dual
+        # level is open when setup_context runs, yet jvp follows (saved for
+        # forward and no jvp: released with ctx, no cycle).
+        if fw_tensors:
+            out.append("ctx.save_for_forward(" + ", ".join(fw_tensors) + ")")
+        out += [f"ctx.fw_{n} = {n}" for n in fw_plain]
         return out
 
     # -- backward ----------------------------------------------------------

@@ -25,6 +25,7 @@ from torch.autograd import forward_ad
 from torch.autograd.function import _SingleLevelFunction
 
 _AFTER_AUTOGRAD = _C._after_autograd_keyset
+_PYTHON = _C.DispatchKey.Python
 _transforms_active = _C._are_functorch_transforms_active
 _functorch = _C._functorch
 
@@ -59,10 +60,13 @@ def apply(function, keyset, args, kwargs):
             return function.apply(*args, keyset)
         finally:
             _functorch.set_single_level_autograd_function_allowed(allowed)
-    if (_C.is_grad_enabled() and _C._any_requires_grad(*args)) or forward_ad._current_level >= 0:
+    if (_C.is_grad_enabled() and _C._any_requires_grad(*args)) or forward_ad._current_level >= 0 \
+            or keyset.has(_PYTHON):
         return function.apply(*args, keyset)
     # Nothing to record and no dual level: the op alone (what
-    # register_autograd's kernel does too).
+    # register_autograd's kernel does too).  Not while a tensor subclass or
+    # mode traces (the Python key: torch.compile's AOT trace of forward-AD
+    # code runs with the dual level closed, its inputs still dual).
     with _C._AutoDispatchBelowAutograd():
         if kwargs:
             return function.op.redispatch(keyset & _AFTER_AUTOGRAD, *args[:len(args) - len(kwargs)], **kwargs)
