@@ -32,7 +32,9 @@ def function_call(tr: "Translator", c: Call, fn: Name) -> "Typed":
         return _wrapper(tr, c, text, _WRAPPERS[text])
     if text == "std::numeric_limits::infinity":
         return "math.inf", "float"
-    if len(fn.parts) == 1 and text in tr.helpers:
+    if (len(fn.parts) == 1 or fn.parts[0] == "at" and len(fn.parts) == 2 and lookup(tr, fn.parts[1]) is None) \
+            and fn.parts[-1] in tr.helpers:
+        text = fn.parts[-1]
         args = tr.arguments(c.args)
         return f"{tr.helper_prefix}{text}({', '.join(a for a, _ in args)})", tr.helpers[text]
     if fn.parts[0] == "std" and len(fn.parts) == 2 and fn.parts[1] in {"sqrt", "exp", "log", "pow", "abs"}:
@@ -141,10 +143,22 @@ def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed
         texts = texts[:start] + [f"{k}={v}" for k, v in zip(keys, texts[start:])]
     texts += [f"**{o}" for o in options]
     returns = callee.returns()
-    if receiver is not None:
+    if receiver is not None and python_method(callee.name):
         return f"{receiver[0]}.{callee.name}({', '.join(texts)})", returns
+    if receiver is not None:
+        return f"torch.ops.aten.{callee.name}({', '.join([receiver[0]] + texts)})", returns
     if callee.python is None:   # a method only: on its first argument
         first, rest = texts[0], texts[1:]
         recv = first if first.isidentifier() else f"({first})"
         return f"{recv}.{callee.name}({', '.join(rest)})", returns
     return f"{callee.python}({', '.join(texts)})", returns
+
+
+# ATen methods Tensor has no Python method for (Python indexes with []).
+_NO_PYTHON_METHOD = frozenset(["slice", "index", "slice_symint"])
+
+
+def python_method(name: str) -> bool:
+    """Whether torch.Tensor has the ATen method `name` as a Python method
+    (private and `_backward` ones are called as ops instead)."""
+    return not name.startswith("_") and "backward" not in name and name not in _NO_PYTHON_METHOD
