@@ -107,7 +107,7 @@ def compare_case(info, formulas, overload, args, kwargs, seed, inplace=False):
         else:
             out = _call(overload, {**values, **leaves})
     except Exception as e:
-        raise Skip(f"libtorch: {type(e).__name__}")
+        raise Skip(f"libtorch: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}")
     rets = list(out) if isinstance(out, tuple) else [out]
     ret_names = [n if n != "self" else "result" for n in return_names(info.func.func)]
     diff_names = {o.name for o in differentiable_outputs(info)}
@@ -143,7 +143,8 @@ def compare_case(info, formulas, overload, args, kwargs, seed, inplace=False):
     plain = {n: (v.detach() if isinstance(v, torch.Tensor) else
                  [t.detach() if isinstance(t, torch.Tensor) else t for t in v] if isinstance(v, list) else v)
              for n, v in values.items()}
-    outputs = {n: (r.detach() if isinstance(r, torch.Tensor) else [t.detach() for t in r])
+    outputs = {n: (r.detach() if isinstance(r, torch.Tensor) else
+                   [t.detach() for t in r] if isinstance(r, (list, tuple)) else r)
                for n, r in zip(ret_names, rets)}
     results = []
     for f in formulas:
@@ -206,7 +207,7 @@ def run(op_names=(), samples_per_op=2):
                 results = compare_case(info, mine, overload, args, kwargs, zlib.crc32(f"{name}|{k}".encode()),
                                        inplace=info.func.func.name.inplace)
             except Skip as e:
-                skipped[str(e)] += 1
+                skipped[f"{name}: {e}"] += 1
                 continue
             for f, bitwise, close, err in results:
                 if bitwise is None:

@@ -38,7 +38,8 @@ def callees(functions: Iterable[NativeFunction]) -> dict[str, Callee]:
         name = f.func.name.name
         args = f.func.arguments
         overloads[name].append(Overload(tuple(a.name for a in args.positional),
-                                        tuple(a.name for a in args.kwarg_only), _returns(f)))
+                                        tuple(a.name for a in args.kwarg_only), _returns(f),
+                                        tuple(schema_type(str(a.type)) for a in args.positional + args.kwarg_only)))
         if "function" in f.variants:
             module = f.raw.get("python_module")
             where[name].add(_MODULES.get(module, UNKNOWN))

@@ -30,6 +30,8 @@ def function_call(tr: "Translator", c: Call, fn: Name) -> "Typed":
         return "None", "None"
     if text in _WRAPPERS:
         return _wrapper(tr, c, text, _WRAPPERS[text])
+    if text in ("GradMode::is_enabled", "at::GradMode::is_enabled", "c10::GradMode::is_enabled") and not c.args:
+        return "torch.is_grad_enabled()", "bool"
     if text == "std::numeric_limits::infinity":
         return "math.inf", "float"
     if (len(fn.parts) == 1 or fn.parts[0] == "at" and len(fn.parts) == 2 and lookup(tr, fn.parts[1]) is None) \
@@ -127,6 +129,12 @@ def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed
     fits = [o for o in callee.overloads if n <= len(o.positional) + len(o.kwarg_only)]
     if not fits:
         raise tr.refuse(f"the call of '{callee.name}' with {n} arguments (no overload takes them)", c)
+    # C++ picks the overload by the arguments' types: those known narrow it.
+    typed = [o for o in fits if o.accepts([t for _, t in plain], offset)]
+    fits = typed or fits
+    # ...and, as C++'s exact matches win over conversions (a ScalarType
+    # to TensorOptions), an overload taking them all positionally wins.
+    fits = [o for o in fits if n <= len(o.positional)] or fits
     texts = [a for a, _ in plain]
     if any(n > len(o.positional) for o in fits):
         # Positions past `*` become keywords: the same names in every
@@ -142,7 +150,8 @@ def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed
         keys = named.pop()
         texts = texts[:start] + [f"{k}={v}" for k, v in zip(keys, texts[start:])]
     texts += [f"**{o}" for o in options]
-    returns = callee.returns()
+    kinds = {o.returns for o in fits}
+    returns = kinds.pop() if len(kinds) == 1 else N.UNKNOWN
     if receiver is not None and python_method(callee.name):
         return f"{receiver[0]}.{callee.name}({', '.join(texts)})", returns
     if receiver is not None:

@@ -78,12 +78,10 @@ def sum_to(t, shape):
     if tuple(t.shape) == shape:
         return t
     lead = t.dim() - len(shape)
-    if lead > 0:
-        t = t.sum(tuple(range(lead)))
-    keep = [i for i, s in enumerate(shape) if s == 1 and t.shape[i] != 1]
-    if keep:
-        t = t.sum(keep, keepdim=True)
-    return t
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and t.shape[lead + i] != 1]
+    if dims:   # one reduction, as the engine's: the same sums, bit for bit
+        t = t.sum(dims, keepdim=True)
+    return t.reshape(shape) if lead > 0 else t
 
 
 def unsqueeze_to(t, *args):
@@ -252,8 +250,12 @@ def angle_backward(grad, self):
 
 
 def sgn_backward(x, gx, sgn):
-    _real_only(x)
-    return torch.zeros_like(x)
+    """sgn(z) = z/|z|: d/dz = 1/(2|z|), d/dz* = -sgn^2/(2|z|); 0 at 0 (and
+    everywhere for a real input)."""
+    if not x.is_complex():
+        return torch.zeros_like(x)
+    a = x.abs()
+    return ((gx - (sgn * sgn) * gx.conj()) / (2.0 * a)).masked_fill(a == 0.0, 0.0)
 
 
 def masked_fill_backward(grad, mask):
