@@ -94,10 +94,11 @@ def _engine(grad, like):
     return grad
 
 
-def compare_case(info, formulas, overload, args, kwargs, seed, inplace=False):
-    """Run one recorded call: each formula's (bitwise, close, error) or Skip."""
+def compare_case(info, formulas, overload, args, kwargs, seed, inplace=False, source=None):
+    """Run one recorded call (of `source`, `overload` itself if None): each
+    formula's (bitwise, close, error) or Skip."""
     import torch
-    values = _bind(overload, args, kwargs)
+    values = _convert(overload, _bind(source or overload, args, kwargs))
     diff_args = {b.name for b in info.args_with_derivatives}
     leaves = {n: _leaf(v) for n, v in values.items() if n in diff_args}
     try:
@@ -154,7 +155,7 @@ def compare_case(info, formulas, overload, args, kwargs, seed, inplace=False):
                 env[name] = eval(py, {"torch": torch, "math": math, "H": H}, dict(env))
             first = next((c for c in grads if c is not None), None)
             env.update(grad=grads[0] if grads else first, grads=grads,
-                       grad_input_mask=[True] * len(f.var_names), retain_variables=True)
+                       grad_input_mask=[n in lib_of for n in f.var_names], retain_variables=True)
             env.update({f"grad_{n}": c for n, c in per_name.items()})
             got = eval(f.python, {"torch": torch, "math": math, "H": H}, env)
             got = (got,) if len(f.var_names) == 1 else tuple(got)
@@ -168,18 +169,51 @@ def compare_case(info, formulas, overload, args, kwargs, seed, inplace=False):
     return results
 
 
+def _overload(name: str):
+    import torch
+    base, _, ov = name.partition(".")
+    return getattr(getattr(torch.ops.aten, base), ov or "default")
+
+
 def _source(name: str, calls: dict):
     """The recorded calls that give `name`'s arguments: its own; a view
-    copy's (`alias_copy`), its view's (same schema); an in-place op's
-    (`eq_.Scalar`), its functional twin's."""
+    copy's (`alias_copy`), its view's; an in-place op's (`eq_.Scalar`), its
+    functional twin's; an overload's that OpInfo does not call
+    (`xlogy.Scalar_Self`), a sibling's with the same argument names (its
+    tensors' first element where a Scalar is wanted)."""
     if name in calls:
         return name
     base, dot, ov = name.partition(".")
-    for other in (base[: -len("_copy")] if base.endswith("_copy") else None,
-                  base[:-1] if base.endswith("_") else None):
-        if other is not None and other + dot + ov in calls:
-            return other + dot + ov
+    bases = [base] + [b for b in (base[: -len("_copy")] if base.endswith("_copy") else None,
+                                  base[:-1] if base.endswith("_") else None) if b is not None]
+    for b in bases[1:]:
+        if b + dot + ov in calls:
+            return b + dot + ov
+    try:
+        want = [a.name for a in _overload(name)._schema.arguments]
+    except (AttributeError, RuntimeError):
+        return None
+    for b in bases:
+        for other in sorted(c for c in calls if c.partition(".")[0] == b):
+            if sorted(a.name for a in _overload(other)._schema.arguments) == sorted(want):
+                return other
     return None
+
+
+def _convert(overload, values: dict) -> dict:
+    """values bound by name, made the types `overload` takes (a sibling's
+    Tensor for a Scalar: its first element)."""
+    import torch
+    out = dict(values)
+    for a in overload._schema.arguments:
+        v, t = values.get(a.name), str(a.type)
+        if t in ("Scalar", "number") and isinstance(v, torch.Tensor):
+            if v.numel() == 0 or v.is_complex():
+                raise Skip("no scalar for a Scalar argument")
+            out[a.name] = v.flatten()[0].item()
+        elif t == "Tensor" and not isinstance(v, torch.Tensor):
+            raise Skip("a number for a Tensor argument")
+    return out
 
 
 def run(op_names=(), samples_per_op=2):
@@ -200,12 +234,11 @@ def run(op_names=(), samples_per_op=2):
         source = _source(name, calls)
         if not mine or source is None:
             continue
-        base, _, ov = name.partition(".")
-        overload = getattr(getattr(torch.ops.aten, base), ov or "default")
+        overload = _overload(name)
         for k, (args, kwargs) in enumerate(calls[source]):
             try:
                 results = compare_case(info, mine, overload, args, kwargs, zlib.crc32(f"{name}|{k}".encode()),
-                                       inplace=info.func.func.name.inplace)
+                                       inplace=info.func.func.name.inplace, source=_overload(source))
             except Skip as e:
                 skipped[f"{name}: {e}"] += 1
                 continue

@@ -122,7 +122,7 @@ def nansum_backward(grad, self, dims, keepdim):
 
 
 def _count(sizes, dims, numel) -> int:
-    if dims is None or len(dims) == 0:
+    if dims is None or len(dims) == 0 or len(sizes) == 0:
         return numel
     return math.prod(sizes[d] for d in _dims(dims, len(sizes)))
 
@@ -375,7 +375,8 @@ def to_args_scalartypes(tensors):
 
 
 def index_backward(zeros, indices, grad):
-    return zeros.index_put(indices, grad, accumulate=True)
+    # (the op: Tensor.index_put takes no None among the indices)
+    return torch.ops.aten.index_put(zeros, indices, grad, True)
 
 
 def take_backward(grad, self, indices):
@@ -383,7 +384,7 @@ def take_backward(grad, self, indices):
 
 
 def strides_or_error(t, name):
-    return t.stride()
+    return t.stride() if t.layout == torch.strided else ()
 
 
 def repeat_backward(grad, repeats, input_shape):
