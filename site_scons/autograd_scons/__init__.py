@@ -34,14 +34,10 @@ import from here, with a DeprecationWarning naming their new place
 (moved_names.py).
 """
 
-import os
-
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
+from autograd_scons.tool.toolpath import TOOLPATH
 
 __all__ = ["Error", "LoadError", "PatchNotInEffect", "TOOLPATH", "load", "load_inline", "patched_functions"]
-
-# The folder holding the SCons tools (autograd_functions.py, ...): pass it as toolpath.
-TOOLPATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_tools")
 
 
 def __getattr__(name):

@@ -36,7 +36,7 @@ def add_commands(sub) -> None:
 
 
 def _cmd_patch(args) -> int:
-    from autograd_scons.codegen.build_folder.lock import FolderError, LockTimeout
+    from autograd_scons.base.lock import FolderError, LockTimeout
     from autograd_scons.torch_patch.build import patch_torch
     from autograd_scons.torch_patch.identity import PatchError
     try:
