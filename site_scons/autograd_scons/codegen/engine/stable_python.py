@@ -5,10 +5,10 @@ native_functions.yaml (found without importing torch)."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.util
 import os
-from collections.abc import Collection
 from typing import Optional
 
 from autograd_scons.base.errors import SpecError
@@ -32,11 +32,30 @@ def aten_callees(path: Optional[str] = None) -> dict:
     return callees(parse_native_functions(path, read_text(path), None).functions)
 
 
+@functools.lru_cache(maxsize=None)
+def torch_helpers() -> tuple[str, dict[str, str]]:
+    """(the source of codegen/formula/torch_helpers.py, its HELPERS: name ->
+    the type it returns), without importing it (it imports torch, which the
+    generator may not): its `_TENSOR` and `HELPERS` assignments, plain
+    expressions of literals, evaluated alone."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "formula", "torch_helpers.py")
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    tree = ast.parse(source, path)
+    wanted = [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Name) and n.targets[0].id in ("_TENSOR", "HELPERS")]
+    names: dict = {"__builtins__": {}}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), path, "exec"), names)
+    return source, dict(names["HELPERS"])
+
+
 def render_stable_python(native_functions: str, derivatives: str, namespace: str,
-                         helpers_module: Optional[str] = None, helper_names: Collection[str] = (),
                          aten_native_functions: Optional[str] = None) -> dict[str, str]:
-    """{file name: text} of the generated module and its run-time support."""
+    """{file name: text} of the generated module, its run-time support and,
+    where a formula calls one of FunctionsManual's helpers, their Python
+    module (a copy of codegen/formula/torch_helpers.py)."""
     from ..emit.stable_python import render_module
     from .units import Kind, load_units
     units = [u.subject for u in load_units(native_functions, derivatives) if u.kind is Kind.KERNEL]
-    return render_module(units, namespace, aten_callees(aten_native_functions), helpers_module, helper_names)
+    source, helpers = torch_helpers()
+    return render_module(units, namespace, aten_callees(aten_native_functions), (source, helpers))

@@ -19,14 +19,14 @@ def _cases(sp):
     y = torch.randn(4, 3, **D, requires_grad=True)
     w = torch.randn(3, **D, requires_grad=True)
     b = torch.randn(3, **D, requires_grad=True)
-    return {"bmul": (sp.bmul, (x, y)), "scaled": (sp.scaled, (x, 0.5)), "affine": (sp.affine, (x, w, b)),
+    return {"bmul": (sp.bmul, (x, y)), "bmul_broadcast": (sp.bmul, (x, w)), "scaled": (sp.scaled, (x, 0.5)), "affine": (sp.affine, (x, w, b)),
             "affine_no_bias": (sp.affine, (x, w)), "row_sum": (sp.row_sum, (x,)), "myexp": (sp.myexp, (x,)),
             "sincos_sign": (lambda v: sp.sincos_sign(v)[:2], (x,)),
             "gather_rows": (sp.gather_rows, (x, torch.tensor([0, 2, 2]))),
             "masked_scale": (sp.masked_scale, (x, y.detach()))}
 
 
-NAMES = ["bmul", "scaled", "affine", "affine_no_bias", "row_sum", "myexp", "sincos_sign", "gather_rows",
+NAMES = ["bmul", "bmul_broadcast", "scaled", "affine", "affine_no_bias", "row_sum", "myexp", "sincos_sign", "gather_rows",
          "masked_scale"]
 FORWARD = [n for n in NAMES if n != "gather_rows"]
 

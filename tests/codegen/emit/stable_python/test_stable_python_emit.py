@@ -33,7 +33,15 @@ def test_each_saved_value_is_kept_only_when_a_formula_reading_it_is_needed(modul
     # other's gradient reads self, self's reads other
     assert "ctx.save_for_backward(self if need[1] else None, other if need[0] else None)" in setup
     backward = _method(module_text, "bmul", "backward")
-    assert "_d_self = (grad * other) if need[0] else None" in backward
+    assert "ctx.self_sym_sizes = self.shape if need[0] else None" in setup
+    assert "_d_self = (_helpers.sum_to(grad * other, self_sym_sizes)) if need[0] else None" in backward
+
+
+def test_functions_manuals_helpers_are_written_beside_where_a_formula_calls_one(module_text):
+    files = generated_files()
+    assert set(files) == {"sp_autograd.py", "stable_autograd_runtime.py", "stable_autograd_helpers.py"}
+    assert '_helpers = _beside("stable_autograd_helpers")' in module_text
+    assert "def sum_to(" in files["stable_autograd_helpers.py"]
 
 
 def test_non_differentiable_output_and_missing_forward_formula(module_text):
@@ -45,7 +53,7 @@ def test_non_differentiable_output_and_missing_forward_formula(module_text):
 
 def test_the_module_imports_torch_and_its_neighbours_only(module_text):
     imports = set(re.findall(r"^\s*(?:import|from) ([\w.]+)", module_text, re.M))
-    assert imports <= {"importlib.util", "os", "torch", "."}, imports
+    assert imports <= {"importlib", "importlib.util", "os", "torch"}, imports
     assert "autograd_scons" not in module_text
 
 
