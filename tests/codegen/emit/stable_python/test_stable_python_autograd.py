@@ -89,8 +89,14 @@ def test_what_no_formula_carries_is_refused_not_zero(sp):
     with pytest.raises(RuntimeError, match=r"forward AD with sp::gather_rows .*no forward formula"):
         jvp(lambda v: sp.gather_rows(v, torch.tensor([0])), (x.reshape(3, 1),), (t.reshape(3, 1),))
     with pytest.raises(RuntimeError, match=r"sp::plain: the op has no derivative formula"):
-        sp.plain(x.requires_grad_())
-    assert torch.equal(sp.plain(x.detach()), x)
+        jvp(sp.plain, (x,), (t,))
+    with pytest.raises(RuntimeError, match=r"sp::plain: the op has no derivative formula"):
+        sp.plain(x.clone().requires_grad_())
+    assert torch.equal(sp.plain(x), x)
+    xs = torch.randn(2, 3, **D)
+    assert torch.equal(vmap(sp.plain)(xs), xs)   # no formula needed where nothing is differentiated
+    with forward_ad.dual_level():
+        assert torch.equal(sp.plain(x), x)
 
 
 def test_only_what_needed_gradients_read_is_saved(sp):

@@ -100,11 +100,6 @@ def zeros_or(tangent, primal):
     return tangent
 
 
-def fw_possible():
-    """Whether a jvp may follow this call: a dual level or a transform is active."""
-    return forward_ad._current_level >= 0 or _transforms_active()
-
-
 def function(dotted):
     """The Python function `module.name` that the yaml names (a fake kernel, a batch rule)."""
     import importlib
@@ -115,12 +110,19 @@ def function(dotted):
 def no_formula(label, op, keyset, args, kwargs):
     """The Autograd kernel of an op without a derivatives entry: it refuses
     inputs that require grad or carry a tangent (a result cut off from the
-    graph would be a silent zero gradient), else runs the op."""
-    if (_C.is_grad_enabled() and _C._any_requires_grad(*args)) or fw_possible():
+    graph would be a silent zero gradient), else runs the op (also under
+    vmap alone)."""
+    if (_C.is_grad_enabled() and _C._any_requires_grad(*args)) or _any_tangent(args):
         raise RuntimeError(f"{label}: the op has no derivative formula (derivatives.yaml has no entry for it), "
-                           f"but an input requires grad, carries a tangent or is under a torch.func transform")
+                           f"but an input requires grad or carries a tangent")
     with _C._AutoDispatchBelowAutograd():
         return op.redispatch(keyset & _AFTER_AUTOGRAD, *args[:len(args) - len(kwargs)], **kwargs)
+
+
+def _any_tangent(args):
+    if forward_ad._current_level < 0:
+        return False
+    return any(isinstance(a, torch.Tensor) and forward_ad.unpack_dual(a).tangent is not None for a in args)
 
 
 # ------------------------------------------------------------- fake tensors
