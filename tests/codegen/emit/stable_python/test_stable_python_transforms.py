@@ -40,6 +40,7 @@ def test_vmap_kinds_match_a_loop(sp):
     assert torch.allclose(vmap(sp.bmul, in_dims=(0, None))(xs, y), xs * y)               # pointwise, broadcast
     assert torch.allclose(vmap(sp.bmul, in_dims=(1, None))(xs, y), xs.movedim(1, 0) * y)
     assert torch.allclose(vmap(sp.row_sum)(xs), xs.sum(-1))                              # leading_dims
+    assert torch.allclose(vmap(lambda v: sp.soft_clip(v, beta=0.5))(xs), (xs / 0.5).tanh() * 0.5)
     sin, cos, sign = vmap(sp.sincos_sign)(xs)
     assert torch.allclose(cos, xs.cos()) and torch.equal(sign, xs.sign())
 
@@ -58,6 +59,11 @@ def test_vmap_kinds_match_a_loop(sp):
 ])
 def test_opcheck(sp, name, args):
     torch.library.opcheck(getattr(sp, name).default, args())
+
+
+@pytest.mark.compile
+def test_opcheck_keyword_only(sp):
+    torch.library.opcheck(sp.soft_clip.default, (torch.randn(3, requires_grad=True),), {"beta": 0.5})
 
 
 @pytest.mark.compile   # torch.compile: seconds

@@ -51,7 +51,7 @@ def render_op(unit: KernelUnit, translate: Callable) -> list[str]:
         return load("stable_python/op_no_formula.pyt").lines(common)
     o = _Op(unit, info, translate)
     return load("stable_python/op.pyt").lines(
-        common, where=f"{info.file}:{info.line}" if info.file else "-",
+        common,
         positional=tuple_of(n for n in names if n not in kw),
         setup=o.setup(), backward=o.backward(), tangents=", ".join(f"{n}_t" for n in names), jvp=o.jvp())
 

@@ -206,7 +206,7 @@ def autocast_kernel(op, device, policy, dtype_arg=None, with_dtype=None):
 def pointwise_rule(op, n_outputs):
     """`vmap: pointwise`: each batched tensor's batch dimension first, padded
     to the largest logical rank; unbatched tensors broadcast as they are."""
-    def rule(info, in_dims, *args):
+    def rule(info, in_dims, *args, **kwargs):
         rank = max((a.dim() - (d is not None) for a, d in zip(args, in_dims) if isinstance(a, torch.Tensor)),
                    default=0)
         moved = []
@@ -215,7 +215,7 @@ def pointwise_rule(op, n_outputs):
                 a = a.movedim(d, 0)
                 a = a.reshape(a.shape[:1] + (1,) * (rank - a.dim() + 1) + a.shape[1:])
             moved.append(a)
-        out = op(*moved)
+        out = op(*moved, **kwargs)
         return out, (0,) * n_outputs if n_outputs > 1 else 0
     return rule
 
@@ -223,13 +223,13 @@ def pointwise_rule(op, n_outputs):
 def leading_dims_rule(op, n_outputs):
     """`vmap: leading_dims`: a kernel that batches over the leading dimensions:
     each tensor's batch dimension first, an unbatched one expanded to it."""
-    def rule(info, in_dims, *args):
+    def rule(info, in_dims, *args, **kwargs):
         moved = []
         for a, d in zip(args, in_dims):
             if isinstance(a, torch.Tensor):
                 a = a.movedim(d, 0) if d is not None else a.expand((info.batch_size,) + a.shape)
             moved.append(a)
-        out = op(*moved)
+        out = op(*moved, **kwargs)
         return out, (0,) * n_outputs if n_outputs > 1 else 0
     return rule
 
