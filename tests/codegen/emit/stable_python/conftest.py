@@ -67,6 +67,7 @@ def sp(tmp_path_factory):
         sys.path.insert(0, FIXTURE)   # sp_fakes, which `fake: {python: ...}` names
     folder = tmp_path_factory.mktemp("sp_generated")
     for name, text in generated_files().items():
+        (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_text(text)
     lib = define("sp")
     module = import_generated(str(folder))

@@ -35,15 +35,15 @@ def module_name(namespace: str) -> str:
 
 
 def render_module(units: Sequence[KernelUnit], namespace: str, functions: Mapping,
-                  helpers: Optional[tuple[str, Mapping[str, str]]] = None) -> dict[str, str]:
+                  helpers: Optional[tuple[Mapping[str, str], Mapping[str, str]]] = None) -> dict[str, str]:
     """`<ns>_autograd.py` and the run-time support beside it, for the
     extension's ops `units` (model/extension_op.py).  `functions`: the ATen
     functions the formulas may call (codegen/formula's `callees` of ATen's
     native functions: engine/stable_python.py's aten_callees());
-    `helpers`: (source, {name: type returned}) of the Python module of
-    FunctionsManual's helpers (codegen/formula/torch_helpers.py), written
-    beside the module where a formula calls one."""
-    source, names = helpers if helpers is not None else ("", {})
+    `helpers`: ({file name: source}, {name: type returned}) of the Python
+    package of FunctionsManual's helpers (codegen/formula/torch_helpers/),
+    written beside the module (a folder) where a formula calls one."""
+    sources, names = helpers if helpers is not None else ({}, {})
     prefix = "_helpers."
 
     def python(formula: str, *, inputs, outputs) -> str:
@@ -56,5 +56,5 @@ def render_module(units: Sequence[KernelUnit], namespace: str, functions: Mappin
         helpers=load("stable_python/helpers_import.pyt").lines(helpers=HELPERS) if used else [], ops=ops),
         f"{RUNTIME}.py": load("stable_python/runtime.pyt").text}
     if used:
-        files[f"{HELPERS}.py"] = source
+        files.update({f"{HELPERS}/{name}": text for name, text in sources.items()})
     return files

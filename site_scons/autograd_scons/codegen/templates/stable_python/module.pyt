@@ -8,18 +8,25 @@ it only (${runtime}: the run-time support)."""
 import importlib as _importlib
 import importlib.util as _importlib_util
 import os as _os
+import sys as _sys
 
 import torch
 
 
 def _beside(name):
-    """The module `name` next to this file (imported relative to the
-    package this one is in, or from its path)."""
+    """The module or package `name` next to this file (imported relative to
+    the package this one is in, or from its path)."""
     if __package__:
         return _importlib.import_module(f"{__package__}.{name}")
-    spec = _importlib_util.spec_from_file_location(
-        f"${namespace}_{name}", _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), f"{name}.py"))
+    path = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), name)
+    qualified = f"${namespace}_{name}"
+    if _os.path.isdir(path):
+        spec = _importlib_util.spec_from_file_location(qualified, _os.path.join(path, "__init__.py"),
+                                                       submodule_search_locations=[path])
+    else:
+        spec = _importlib_util.spec_from_file_location(qualified, path + ".py")
     module = _importlib_util.module_from_spec(spec)
+    _sys.modules[qualified] = module   # (a package's modules import each other through it)
     spec.loader.exec_module(module)
     return module
 
