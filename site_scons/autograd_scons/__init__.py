@@ -47,8 +47,8 @@ def __getattr__(name):
         from autograd_scons.jit import loader
         return getattr(loader, name)
     if name in ("patched_functions", "PatchNotInEffect"):
-        from autograd_scons.torch_patch import run
-        return getattr(run, name)
+        from autograd_scons.torch_patch import preload
+        return getattr(preload, name)
     if not name.startswith("_"):
         import autograd_scons.moved_names as moved
         if name in moved.MOVED:

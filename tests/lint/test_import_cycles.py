@@ -231,7 +231,7 @@ LAYERS = [
     ("autograd_scons.moved_names", [], ("SCons", "torch")),
     # the root re-exports: the error base, TOOLPATH, load(), the patch's query
     ("autograd_scons", ["autograd_scons.base.errors", "autograd_scons.tool.toolpath", "autograd_scons.jit*",
-                        "autograd_scons.torch_patch.run", "autograd_scons.moved_names"], ()),
+                        "autograd_scons.torch_patch.preload", "autograd_scons.moved_names"], ()),
 ]
 
 

@@ -9,7 +9,7 @@ never autograd_scons.
 
 - ops.py: one op's Function (forward, setup_context saving only what the
   formulas read, backward, jvp) and Autograd kernel;
-- transforms.py: its `fake:`, `autocast:` and `vmap:` registrations.
+- library_registrations.py: its `fake:`, `autocast:` and `vmap:` registrations (torch.library).
 
 Like every emitter it reads the model alone and fills templates; the fixed
 Python is in codegen/templates/stable_python/ (`.pyt`: Python with holes,

@@ -22,7 +22,7 @@ from ...model.cpp import return_names
 from ...model.extension_op import KernelUnit
 from ...model.schema import FUNCTIONAL, is_tensor_like
 from ...templates import load
-from .transforms import signature, transform_lines, tuple_of
+from .library_registrations import signature, transform_lines, tuple_of
 
 # Locals of the generated methods; an argument may not take these names.
 RESERVED = frozenset({"torch", "ctx", "inputs", "output", "keyset", "grads", "need"})
