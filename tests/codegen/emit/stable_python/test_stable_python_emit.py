@@ -97,3 +97,17 @@ def test_an_in_place_op_and_a_cpp_batch_rule_are_refused_by_the_stable_target(tm
 
 def test_the_fixture_files_are_the_ones_tested():
     assert NATIVE.endswith("native_functions.yaml") and DERIVATIVES.endswith("derivatives.yaml")
+
+
+def test_the_native_cache_keeps_fake():
+    """A formula edit reuses the cached parse of native_functions.yaml
+    (engine/native_cache.py): `fake:` must survive it, or the next build's
+    module would lose its fake kernels."""
+    from autograd_scons.codegen.engine.native_records import decode, encode
+    from autograd_scons.codegen.parse.native_functions import parse_native_functions
+    from autograd_scons.codegen.parse.yaml_io import read_text
+    spec = parse_native_functions(NATIVE, read_text(NATIVE), None)
+    fakes = {str(f.func.name): f.fake for f in spec.functions if f.fake is not None}
+    assert len(fakes) == 6
+    again = decode(encode(spec))
+    assert {str(f.func.name): f.fake for f in again.functions if f.fake is not None} == fakes
