@@ -112,7 +112,7 @@ def _template_call(tr: "Translator", c: Call, fn: Name) -> "Typed":
 def _int(tr: "Translator", c: Call, arg: "Typed") -> str:
     if N.base(arg[1]) != "int":
         raise tr.refuse(f"a count of type {arg[1]}", c)
-    return arg[0] if arg[0].isidentifier() or arg[0].isdigit() else f"({arg[0]})"
+    return arg[0] if " " not in arg[0] else f"({arg[0]})"
 
 
 def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed"],
