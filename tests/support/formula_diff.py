@@ -85,6 +85,21 @@ def translations(helpers) -> tuple[list, list[Formula], dict]:
     return infos, out, table
 
 
+def helper_shares(helpers) -> tuple[str, list[str]]:
+    """What the helpers add: the formulas translated without any, with all,
+    and for each helper how many translated formulas call it (a formula
+    calling two counts for both)."""
+    _, bare, _ = translations(())
+    _, full, _ = translations(helpers)
+    without = sum(f.python is not None for f in bare)
+    with_all = sum(f.python is not None for f in full)
+    uses = {h: sum(f"H.{h}(" in (f.python or "") or any(f"H.{h}(" in v for v in f.saved.values()) for f in full)
+            for h in helpers}
+    line = (f"translated without helpers {without}/{len(bare)} ({100 * without / len(bare):.0f}%), "
+            f"with the {len(helpers)} helpers {with_all} ({100 * with_all / len(full):.0f}%)")
+    return line, [f"HELPER {h}: {n} formulas" for h, n in sorted(uses.items(), key=lambda x: (-x[1], x[0]))]
+
+
 # ------------------------------------------------------------ recording
 
 

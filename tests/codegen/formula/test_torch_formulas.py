@@ -31,12 +31,17 @@ def _run(ops=(), samples=SAMPLES):
 
 
 def test_torch_formulas_translate_and_agree_with_libtorch(capsys, record_property, request, tmp_path_factory):
+    from autograd_scons.codegen.formula.torch_helpers import HELPERS
+    from support.formula_diff import helper_shares
     line, lines, r = _run()
+    shares, per_helper = helper_shares(HELPERS)
     report = tmp_path_factory.getbasetemp() / "torch_formulas.txt"
-    report.write_text("\n".join([line] + lines) + "\n")
+    report.write_text("\n".join([line, shares] + per_helper + lines) + "\n")
     record_property("summary", line)
+    record_property("summary", shares)
     with capsys.disabled():
-        print(f"\n{line}\n(untranslated, with reasons, and every formula not compared: {report})")
+        print(f"\n{line}\n{shares}\n(untranslated, with reasons, each helper's count, and every formula not "
+              f"compared: {report})")
         if request.config.getoption("verbose") > 0:
             print("\n".join(lines))
     total = len(r["formulas"])

@@ -44,8 +44,8 @@ vector/optional, names it does not know, a loop variable (foreach's `i`).
 
 Modules: syntax.py (tokens, tree, parser), translate.py (the printer),
 calls.py and methods.py (calls), names.py (tables and types), callees.py
-(the ATen table from native functions), torch_helpers.py (the helpers, the
-one module here that imports torch: generated code copies or imports it).
+(the ATen table from native functions), torch_helpers/ (the helpers, the
+one package here that imports torch: generated code copies or imports it).
 """
 
 from ..errors import FormulaError
