@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograd_scons.codegen.errors import FormulaError
+from autograd_scons.base.errors import FormulaError
 from autograd_scons.codegen.formula import names, parse, translate
 from autograd_scons.codegen.formula.names import Callee, Overload
 from autograd_scons.codegen.formula.syntax import Binary, Call, Conditional, Member, Name
