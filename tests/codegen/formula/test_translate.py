@@ -112,6 +112,8 @@ def test_comments_and_templates_parse():
     ("static_cast<double>(n)", "float(n)"),
     ("self_t * result", "self_t * result"),
     ("grad_result * 2", "grad_result * 2"),
+    ("original_self_t * original_self_p", "original_self_t * original_self_p"),
+    ("IntArrayRef(dim)", "dim"),
 ])
 def test_constructs_translate(formula, python):
     assert tr(formula) == python

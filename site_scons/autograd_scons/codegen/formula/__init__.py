@@ -18,6 +18,9 @@ API (pure Python, no torch):
   The gradient names come with them: `grad`, `grads` (`grads[i]`),
   `grad_<output>`, `<input>_t`/`<input>_p` of each tensor input and output,
   `grad_input_mask`, `retain_variables`.
+  Pass every return as an output (a forward formula may read `result1`,
+  the indices, though only `result0` is differentiable); an in-place op's
+  `original_self_t`/`_p` come with a tensor `self`.
 - `helpers`: the names the helper module defines (a collection; or a mapping
   name -> type of what it returns, "Tensor" if not a mapping); a call of one
   is printed `helper_prefix + name(...)`.  torch_helpers.HELPERS lists the
@@ -26,6 +29,11 @@ API (pure Python, no torch):
   get their Python home and keyword-only arguments (without it every ATen
   call is refused).
 - The result reads `torch` and `math`: the generated module imports both.
+  A backward formula may return a gradient of the broadcast shape or
+  another dtype than its input's: autograd's engine sums and casts it,
+  for a Python Function as for libtorch's (the proof applies the same).
+  A multi-variable formula (`self, other: ...`) gives a tuple, one per
+  variable; `grad_input_mask[i]` is whether variable i needs its gradient.
 - Anything it cannot translate raises FormulaError naming the construct and
   its column ("cannot translate the member access '->sym_sizes' (column
   12 of '...')"): the caller re-raises it located at the yaml line.

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 _WRAPPERS = {"c10::SymInt": "int", "at::Scalar": "Scalar", "c10::Scalar": "Scalar", "Scalar": "Scalar",
              "std::optional": None, "c10::optional": None, "at::OptionalArrayRef": "int[]?",
              "c10::OptionalArrayRef": "int[]?", "at::IntArrayRef": "int[]", "c10::SymIntArrayRef": "int[]",
+             "IntArrayRef": "int[]", "SymIntArrayRef": "int[]",
              "at::ArrayRef": None, "c10::ArrayRef": None}
 _UNDEFINED_TENSOR = {"Tensor", "at::Tensor"}
 

@@ -209,6 +209,10 @@ def gradient_variables(inputs: Mapping[str, str], outputs: Mapping[str, str]) ->
         if N.is_tensor(t) or N.base(t) in ("Tensor[]", "Tensor?[]"):
             v[f"{name}_t"] = t
             v[f"{name}_p"] = t
+    if "self" in inputs and N.is_tensor(inputs["self"]):
+        # an in-place op's forward formula: self before the op wrote it
+        v.setdefault("original_self_t", inputs["self"])
+        v.setdefault("original_self_p", inputs["self"])
     for name, t in outputs.items():
         v[name] = t
         if N.is_tensor(t):
