@@ -154,3 +154,52 @@ def test_types_of_saved_values():
     assert names.cpp_type("::std::optional<at::Tensor>") == "Tensor?"
     assert names.schema_type("SymInt[]?") == "int[]?"
     assert names.schema_type("Tensor?[]") == "Tensor?[]"
+
+
+# --- on the parser's records: located refusals ----------------------------------
+
+
+def _example_infos(tmp_path, derivatives_text):
+    import shutil
+    from support.spec_facts import REPO
+    from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
+    native = tmp_path / "native_functions.yaml"
+    shutil.copy(f"{REPO}/specs/native_functions.yaml", native)
+    der = tmp_path / "derivatives.yaml"
+    der.write_text(derivatives_text)
+    specs = load_specs(str(native), str(der))
+    return [i for i in infos_from_specs(specs) if i.op is not None], _aten_callees(), der
+
+
+def _aten_callees():
+    """The ATen functions the example's formulas call (`grad.unsqueeze(-1)`);
+    a generator takes them from torch's native_functions.yaml."""
+    return {**FUNCTIONS, "unsqueeze": Callee("unsqueeze", "torch.unsqueeze", True,
+                                             (Overload(("self", "dim"), (), T, (T, "int")),))}
+
+
+def test_a_planted_untranslatable_formula_is_refused_at_its_line(tmp_path):
+    from support.spec_facts import REPO
+    from autograd_scons.base.errors import SpecError
+    from autograd_scons.codegen.formula.derivatives import translate_derivative
+    text = open(f"{REPO}/specs/derivatives.yaml").read()
+    planted = text.replace("  self: grad * alpha\n", "  self: grad * *alpha_ptr\n")
+    assert planted != text
+    line = planted.splitlines().index("  self: grad * *alpha_ptr") + 1
+    infos, table, der = _example_infos(tmp_path, planted)
+    helpers = ("sum_to",)
+    outcomes = {}
+    for info in infos:
+        for d in info.derivatives:
+            try:
+                outcomes[(info.op, d.var_names)] = translate_derivative(info, d, helpers=helpers, functions=table)
+            except SpecError as e:
+                outcomes[(info.op, d.var_names)] = str(e)
+    message = outcomes[("ScaleBackward0", ("self",))]
+    assert isinstance(message, str), message
+    assert message.startswith(f"{der}:{line}: entry 'scale': cannot translate pointer operator '*'") or \
+        message.startswith(f"{der}:{line}: entry 'scale': pointer operator '*'"), message
+    # the others translate, saved values with them
+    row_sum = outcomes[("RowSumBackward0", ("self",))]
+    assert row_sum.python == "grad.unsqueeze(-1).expand(self_sym_sizes)"
+    assert row_sum.saved == (("self_sym_sizes", "self.shape"),)

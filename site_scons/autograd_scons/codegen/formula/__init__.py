@@ -25,7 +25,8 @@ API (pure Python, no torch):
   name -> type of what it returns, "Tensor" if not a mapping); a call of one
   is printed `helper_prefix + name(...)`.  torch_helpers.HELPERS lists the
   module of this package (FunctionsManual's helpers, written in Python).
-- `functions`: callees(...) of the native functions, so that ATen calls
+- `functions`: callees(...) of torch's native functions (ATen's, from the
+  native_functions.yaml torchgen ships: an extension's formulas call them), so that ATen calls
   get their Python home and keyword-only arguments (without it every ATen
   call is refused).
 - The result reads `torch` and `math`: the generated module imports both.
@@ -49,6 +50,12 @@ The table (docs/formula-translation.md has it in full): `at::f`/`f` ->
 sides are integers, `/` where one is a Tensor or float, refused otherwise.
 Refused: `->`, lambdas, pointers, templates other than std::get/tuple/
 vector/optional, names it does not know, a loop variable (foreach's `i`).
+
+On the parser's records, derivatives.py does the typing and the locating:
+`translate_derivative(info, derivative, helpers=, functions=)` gives the
+backward formula's Python and its saved values' expressions (`self_sym_sizes`
+-> `self.shape`), `translate_forward(info, forward_derivative, ...)` a
+forward formula's; a refusal is a SpecError at the formula's yaml line.
 
 Modules: syntax.py (tokens, tree, parser), translate.py (the printer),
 calls.py and methods.py (calls), names.py (tables and types), callees.py
