@@ -23,13 +23,15 @@ from . import shapes as _shapes, elementwise as _elementwise, nonlinear as _nonl
 from .shapes import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .nonlinear import *  # noqa: F401,F403
+from .nonlinear import _to_copy_backward  # noqa: F401 (a helper whose name starts with _)
 
 # What a helper returns where it is not a Tensor (the translator's types).
 _RETURNS = {"clamp_backward_min_max": "tuple", "atan2_backward": "tuple", "cat_tensors_backward": "Tensor[]",
             "stack_tensors_backward": "Tensor[]", "to_args_sizes": "int[][]", "to_args_sizes_symint": "int[][]",
-            "to_args_scalartypes": "ScalarType[]", "strides_or_error": "int[]"}
+            "to_args_scalartypes": "ScalarType[]", "strides_or_error": "int[]",
+            "polar_backward": "tuple", "block_diag_backward": "Tensor[]"}
 
 HELPERS = {name: _RETURNS.get(name, "Tensor")
            for module in (_shapes, _elementwise, _nonlinear)
            for name, value in vars(module).items()
-           if not name.startswith("_") and callable(value) and getattr(value, "__module__", None) == module.__name__}
+           if (not name.startswith("_") or name == "_to_copy_backward") and callable(value) and getattr(value, "__module__", None) == module.__name__}
