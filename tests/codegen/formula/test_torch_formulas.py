@@ -62,3 +62,12 @@ def test_a_wrong_table_entry_makes_the_differential_fail(monkeypatch):
     line, lines, r = _run(["erf"], 2)
     assert any(x.startswith("DIFFERS ErfBackward0") for x in lines), line
     assert len(r["close"]) < len(r["compared"])
+
+
+def test_the_helpers_read_from_the_sources_are_the_packages():
+    """helper_names reads torch_helpers/ without importing torch; the
+    package's own HELPERS (imported) must say the same."""
+    from autograd_scons.codegen.formula.helper_names import helper_types
+    from autograd_scons.codegen.formula.torch_helpers import HELPERS
+    assert helper_types() == HELPERS
+    assert {"_to_copy_backward", "to_args_sizes_symint", "handle_r_to_c"} <= set(HELPERS)

@@ -203,3 +203,4 @@ def test_a_planted_untranslatable_formula_is_refused_at_its_line(tmp_path):
     row_sum = outcomes[("RowSumBackward0", ("self",))]
     assert row_sum.python == "grad.unsqueeze(-1).expand(self_sym_sizes)"
     assert row_sum.saved == (("self_sym_sizes", "self.shape"),)
+

@@ -23,8 +23,11 @@ API (pure Python, no torch):
   `original_self_t`/`_p` come with a tensor `self`.
 - `helpers`: the names the helper module defines (a collection; or a mapping
   name -> type of what it returns, "Tensor" if not a mapping); a call of one
-  is printed `helper_prefix + name(...)`.  torch_helpers.HELPERS lists the
-  module of this package (FunctionsManual's helpers, written in Python).
+  is printed `helper_prefix + name(...)`.  The helpers of this package
+  (torch_helpers/, FunctionsManual's written in Python): helper_names.
+  helper_types() without importing torch (helper_package() gives their
+  files' sources too, to copy beside a generated module); the imported
+  package's HELPERS says the same.
 - `functions`: callees(...) of torch's native functions (ATen's, from the
   native_functions.yaml torchgen ships: an extension's formulas call them), so that ATen calls
   get their Python home and keyword-only arguments (without it every ATen

@@ -25,6 +25,10 @@ from .elementwise import *  # noqa: F401,F403
 from .nonlinear import *  # noqa: F401,F403
 from .nonlinear import _to_copy_backward  # noqa: F401 (a helper whose name starts with _)
 
+# Helpers whose torch name is private (codegen/formula/helper_names.py reads
+# this, _RETURNS and the modules' sources without importing the package).
+_PRIVATE_HELPERS = ("_to_copy_backward",)
+
 # What a helper returns where it is not a Tensor (the translator's types).
 _RETURNS = {"clamp_backward_min_max": "tuple", "atan2_backward": "tuple", "cat_tensors_backward": "Tensor[]",
             "stack_tensors_backward": "Tensor[]", "to_args_sizes": "int[][]", "to_args_sizes_symint": "int[][]",
@@ -34,4 +38,4 @@ _RETURNS = {"clamp_backward_min_max": "tuple", "atan2_backward": "tuple", "cat_t
 HELPERS = {name: _RETURNS.get(name, "Tensor")
            for module in (_shapes, _elementwise, _nonlinear)
            for name, value in vars(module).items()
-           if (not name.startswith("_") or name == "_to_copy_backward") and callable(value) and getattr(value, "__module__", None) == module.__name__}
+           if (not name.startswith("_") or name in _PRIVATE_HELPERS) and callable(value) and getattr(value, "__module__", None) == module.__name__}
