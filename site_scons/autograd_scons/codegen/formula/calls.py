@@ -148,7 +148,7 @@ def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed
             raise tr.refuse(f"the call of '{callee.name}' with {n} arguments (which are keyword-only in "
                             "Python differs between its overloads)", c)
         start = starts.pop() - offset
-        keys = named.pop()
+        keys = named.pop() or ()
         texts = texts[:start] + [f"{k}={v}" for k, v in zip(keys, texts[start:])]
     texts += [f"**{o}" for o in options]
     kinds = {o.returns for o in fits}
