@@ -62,12 +62,18 @@ def gc_paused() -> Iterator[None]:
 
 def read_text(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise SpecError(f"cannot read file: {e.strerror}", path) from None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SpecError(f"not UTF-8 text ({e.reason} at byte {e.start})", path) from None
+        # located as an editor shows it: the line, and the column in characters of the valid text before it
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        column = len(data[line_start:e.start].decode("utf-8", "replace")) + 1
+        raise SpecError(f"not UTF-8 text: byte 0x{data[e.start]:02x} at column {column} ({e.reason}); save the "
+                        "file as UTF-8", path, data.count(b"\n", 0, e.start) + 1) from None
 
 
 def load_entries(path: str, text: str) -> list[Entry]:
