@@ -126,6 +126,14 @@ def test_non_utf8_input_is_located_at_its_line_and_column(tmp_path):
                     "byte); save the file as UTF-8")
 
 
+def test_a_control_character_is_located_at_its_line_and_column(tmp_path):
+    """A NUL was refused as 'malformed YAML ... position 3446', with no line
+    (the fuzz's first finding)."""
+    line = refused(tmp_path, native=NATIVE.replace("Tensor[] self", "Tensor[] \0self"))
+    assert line == (f"{tmp_path / 'nf.yaml'}:4: malformed YAML: character 0x00 at column 32 is not allowed "
+                    "(a control character)")
+
+
 def test_a_long_name_is_clipped_in_the_error(tmp_path):
     long_name = "x" * 10_000
     line = refused(tmp_path, derivatives=DERIVATIVES.replace("self: grad * other", f"self: grad * {long_name}"))

@@ -91,6 +91,11 @@ def load_entries(path: str, text: str) -> list[Entry]:
         line = mark.line + 1 if mark is not None else None
         msg = "malformed YAML: " + " ".join(filter(None, [e.context, e.problem]))
         raise SpecError(msg, path, line) from None
+    except yaml.reader.ReaderError as e:   # a character YAML does not take (a NUL, a control character)
+        line_start = text.rfind("\n", 0, e.position) + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)   # (libyaml's: an int)
+        raise SpecError(f"malformed YAML: character 0x{code:02x} at column {e.position - line_start + 1} is not "
+                        "allowed (a control character)", path, text.count("\n", 0, e.position) + 1) from None
     except yaml.YAMLError as e:
         raise SpecError(f"malformed YAML: {e}", path) from None
     finally:
