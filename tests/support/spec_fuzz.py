@@ -328,7 +328,7 @@ def generate(native: str, derivatives: str) -> dict[str, str]:
 
 def outcome(mutant: Mutant, folder: str) -> Outcome:
     """In this process: the mutant's outcome, a hang aside."""
-    from autograd_scons.codegen.errors import Error, SpecError
+    from autograd_scons.base.errors import Error, SpecError
     native, derivatives = write(mutant, folder)
     try:
         generate(native, derivatives)

@@ -7,7 +7,7 @@ compiler in a fresh interpreter (the old forms found the package through
 the checkout, not an install).
 
 The forms `from autograd_scons import torch_flags, verified_cache` (the
-package's old top-level names) are tests/python/test_moved_names.py's.  No
+package's old top-level names) are tests/package/test_moved_names.py's.  No
 builder keyword was ever removed or renamed (AutogradFunctions' keywords of
 8db457e, the oldest, are all still options), so no form fails yet; a form
 that is removed must fail in one line naming its replacement (the last test

@@ -6,7 +6,7 @@ campaign's findings."""
 
 import pytest
 
-from autograd_scons.codegen.errors import SpecError
+from autograd_scons.base.errors import SpecError
 from autograd_scons.codegen.parse.extension_ops import kernel_units
 from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
 

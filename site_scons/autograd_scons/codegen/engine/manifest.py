@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from ..model.extension_op import DeclaredKernel
 from .keys import UnitKey, digest, dumps
-from .layout import Layout
+from .buckets import Layout
 from ..tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ..errors import FormulaError, clipped
+from autograd_scons.base.errors import FormulaError, clipped
 
 # String and character literals, and comments: no name or bracket in them counts.
 _QUOTED = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.S)
