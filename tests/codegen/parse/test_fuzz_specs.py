@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from support import spec_fuzz
+from support import fuzz_runner, spec_fuzz
 from support.spec_facts import REPO
 
 SEED = 60
@@ -48,7 +48,7 @@ def _failures(results) -> list[str]:
 
 
 def test_every_mutant_is_refused_at_a_line_or_generated(tmp_path, record_property):
-    results = list(spec_fuzz.run(spec_fuzz.mutants(SEED, PER_CLASS), str(tmp_path), TIME_LIMIT))
+    results = list(fuzz_runner.run(spec_fuzz.mutants(SEED, PER_CLASS), str(tmp_path), TIME_LIMIT))
     for line in _summary(results):
         record_property("summary", line)
     assert len(results) == PER_CLASS * len(spec_fuzz.CLASSES) * len(spec_fuzz.BASES)
@@ -81,10 +81,10 @@ def test_the_runner_reports_a_traceback_a_hang_and_a_signal(tmp_path, monkeypatc
             os.kill(os.getpid(), 11)
         return {}
 
-    monkeypatch.setattr(spec_fuzz, "generate", broken)
+    monkeypatch.setattr(fuzz_runner, "generate", broken)
     folder = tmp_path / "work"
     folder.mkdir()
-    kinds = [o.kind for _, o in spec_fuzz.run(todo, str(folder), timeout=0.5)]
+    kinds = [o.kind for _, o in fuzz_runner.run(todo, str(folder), timeout=0.5)]
     assert kinds == ["traceback", "hang", "signal", "accepted"]
 
 
@@ -92,7 +92,7 @@ def _compile_errors(mutant, folder) -> list[str]:
     """The compiler's errors for the mutant's generated bucket, outside a
     formula's own yaml line."""
     from support import cxx
-    native, derivatives = spec_fuzz.write(mutant, str(folder))
+    native, derivatives = fuzz_runner.write(mutant, str(folder))
     out = folder / "gen"
     subprocess.run([sys.executable, "-m", "autograd_scons", "generate", "-q", "--native-functions", native,
                     "--derivatives", derivatives, "--out", str(out), "--unity", "1", "--no-python"],
@@ -106,7 +106,7 @@ def _compile_errors(mutant, folder) -> list[str]:
 
 @pytest.mark.compile   # (a bucket against torch's headers: ~20 s each)
 def test_a_sample_of_the_accepted_mutants_compiles(tmp_path, record_property):
-    results = list(spec_fuzz.run(spec_fuzz.mutants(SEED, FULL_PER_CLASS), str(tmp_path), TIME_LIMIT))
+    results = list(fuzz_runner.run(spec_fuzz.mutants(SEED, FULL_PER_CLASS), str(tmp_path), TIME_LIMIT))
     assert not _failures(results), "\n".join(_failures(results))
     accepted = [m for m, o in results if o.kind == "accepted" and m.base == "tiny_ext"]
     sample = accepted[::max(1, len(accepted) // COMPILED)][:COMPILED]
