@@ -426,3 +426,27 @@ def test_one_edit_visits_the_old_file_entries_a_bounded_number_of_times(tmp_path
     assert units >= 20 and len(files) >= 2 * units   # a scan per unit would be >= 20x the entries
     # at least one pass (so the counter sees the reads), at most a few
     assert len(files) <= _CountingFiles.visited <= 3 * len(files)
+
+
+def test_an_update_that_parses_reads_no_unchanged_file_to_digest_it(specs, monkeypatch, tmp_path):
+    """The generated code's digest (emit/cache_key.py) takes each unchanged
+    file's part from the manifest, which the file's stat vouches for: a
+    formula edit reads no generated file back, a file edited behind the
+    manifest's back is read again, and the digest is always the one a build
+    from scratch of the same specs gives."""
+    reads = []
+    real = incremental.read_generated
+    monkeypatch.setattr(incremental, "read_generated", lambda p: reads.append(p) or real(p))
+    specs.edit(*scenarios.FORMULA)
+    r = specs.update()
+    assert r.regenerated and reads == []
+    fresh = Specs(tmp_path / "fresh", like=specs)
+    assert r.code_digest == fresh.update().code_digest
+    # a file changed behind the manifest's back (its stat moves): regenerated, and read or rendered, never trusted
+    header = next(os.path.join(dp, n) for dp, _, ns in os.walk(specs.out) for n in ns if n.endswith(".h")
+                  and "functions" in dp)
+    with open(header, "a") as f:
+        f.write("// edited\n")
+    specs.edit("d", "self: grad * alpha * 2", "self: grad * alpha * 3")
+    fresh.edit("d", "self: grad * alpha * 2", "self: grad * alpha * 3")
+    assert specs.update().code_digest == fresh.update().code_digest

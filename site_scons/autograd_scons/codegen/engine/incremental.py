@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..emit.python_bindings import binding_units
-from ..emit.cache_key import cache_key_source, library_digest
+from ..emit.cache_key import cache_key_source, digested, file_digest, library_digest
 from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
 from ..emit.op_kernels.vmap import render_json_shim
@@ -82,6 +82,9 @@ class Result:
     kernels: list[DeclaredKernel] = field(default_factory=list)
     # The generated code's digest (emit/cache_key.py), whoever writes cache_key.cpp; "" for a patch.
     code_digest: str = ""
+    # Each generated file's part of it (kept in the manifest: the next update
+    # reads no file whose stat the manifest vouches for).
+    file_digests: dict = field(default_factory=dict)
 
     @property
     def sources(self) -> list[str]:
@@ -205,7 +208,7 @@ def update(out_dir: str, request: FunctionsRequest, *, jobs: int = 1, others: in
         if missing:  # a unit we thought up to date lost a file under us: next run fixes it
             raise OSError(f"generated file vanished during generation: {missing[0]}")
         write_manifest(mpath, Manifest(inputs, generator, options, keys, owner, stats, result.layout,
-                                       result.sources, result.kernels, result.code_digest))
+                                       result.sources, result.kernels, result.code_digest, result.file_digests))
         cache.flush()  # (after the manifest: the cache only ever holds a parse of a good update)
     finally:
         cache.close()  # (a fresh parse not flushed: a failed update or a dry run; its writer exits)
@@ -289,7 +292,7 @@ class _State:
                         bindings_rewritten=rewritten, unchecked=_unchecked_inputs(units),
                         kernels=declared_kernels(_extension_kernels(units)))
         result.regenerated = [n for n in names if n in rendered.changed]
-        result.code_digest = rendered.code_digest
+        result.code_digest, result.file_digests = rendered.code_digest, rendered.file_digests
         return rendered.files, rendered.owner, result
 
     def _render_units(self, units: list[Unit], keys: list[UnitKey], opts: EmitOptions) -> "_Rendered":
@@ -355,7 +358,8 @@ class _State:
         if build.opts.patch is None:
             # Under SCons the tool writes cache_key.cpp from this digest and the
             # library's other inputs (tool/build_digest.py).
-            r.code_digest = library_digest(self._generated(r, shared))
+            r.file_digests = dict(self._generated(r, shared))
+            r.code_digest = library_digest(r.file_digests.items())
             if not build.build_digest:
                 shared[CACHE_KEY_CPP] = cache_key_source(r.code_digest)
         shared.update(render_buckets(units, p.layout, p.rewrite, text_of))
@@ -367,16 +371,28 @@ class _State:
         return rewritten
 
     def _generated(self, r: "_Rendered", shared: dict):
-        """(relpath, bytes) of every unit's file and of `shared`: a unit
-        not rendered this run has its files on disk, up to date."""
+        """(relpath, file digest) of every unit's file and of `shared`, the
+        files the library's digest covers: a unit not rendered this run has
+        its files on disk, up to date, and the digest the manifest recorded
+        for them while their stat is the one it recorded (not dirty)."""
+        recorded = self.old.file_digests if self.old is not None else {}
         for rel, unit in r.owner.items():
+            if not digested(rel):
+                continue
             text = r.texts.get(unit, {}).get(rel)
             if text is not None:
-                yield rel, text.encode()
-                continue
-            with open(os.path.join(self.out_dir, rel), "rb") as f:
-                yield rel, f.read()
-        yield from ((rel, text.encode()) for rel, text in shared.items())
+                yield rel, file_digest(text.encode())
+            elif rel in recorded and rel not in self.dirty:
+                yield rel, recorded[rel]
+            else:
+                yield rel, file_digest(read_generated(os.path.join(self.out_dir, rel)))
+        yield from ((rel, file_digest(text.encode())) for rel, text in shared.items() if digested(rel))
+
+
+def read_generated(path: str) -> bytes:
+    """An unchanged generated file's bytes (for its digest, when the manifest has none)."""
+    with open(path, "rb") as f:
+        return f.read()
 
 
 @dataclass
@@ -388,6 +404,7 @@ class _Rendered:
     texts: dict = field(default_factory=dict)     # unit -> its rendered {relpath: text}
     changed: dict = field(default_factory=dict)   # unit -> its relpaths whose bytes differ
     code_digest: str = ""                         # the generated code's (emit/cache_key.py)
+    file_digests: dict = field(default_factory=dict)   # relpath -> its part of code_digest
     removed: list = field(default_factory=list)
 
 
