@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -76,10 +77,16 @@ class FunctionsRequest:
     emit: EmitOptions = field(default_factory=EmitOptions)
     unity: Optional[int] = None    # None: the automatic bucket count; 0: one TU per unit
     pch: Pch = Pch.OFF
+    # The stable target's twin of `includes`: the Python module of the
+    # formulas' own helpers (`myops::sum_to` in Python), a path like the
+    # spec files'; read statically, copied beside the generated module
+    # (formula/user_helpers.py).  The C++ target reads `includes` instead.
+    python_helpers: Optional[str] = None
 
     @classmethod
     def of(cls, native_functions, derivatives, *, tags=None, namespace=None, unity=AUTO,
-           includes=(), pch=False, kernels=True, python=True, patch=None) -> "FunctionsRequest":
+           includes=(), pch=False, kernels=True, python=True, patch=None,
+           python_helpers=None) -> "FunctionsRequest":
         """The request from keywords as the user gives them (strings from a
         command line included).  Raises OptionError naming the bad value;
         an unknown keyword is Python's TypeError."""
@@ -92,7 +99,8 @@ class FunctionsRequest:
                                 tuple(patch.get("complex_ops", ())))
         emit = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels), python=parse_python(python), patch=patch)
-        return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch))
+        return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch),
+                   _python_helpers(python_helpers))
 
     def to_json(self) -> dict:
         """The request as JSON values (load()'s spec file), for from_json."""
@@ -100,9 +108,20 @@ class FunctionsRequest:
                 "tags": self.tags, "namespace": self.emit.namespace, "includes": list(self.emit.includes),
                 "kernels": self.emit.kernels, "python": self.emit.python,
                 "unity": AUTO if self.unity is None else self.unity, "pch": self.pch.value,
-                "patch": dataclasses.asdict(self.emit.patch) if self.emit.patch else None}
+                "patch": dataclasses.asdict(self.emit.patch) if self.emit.patch else None,
+                "python_helpers": self.python_helpers}
 
     @classmethod
     def from_json(cls, data: dict) -> "FunctionsRequest":
         data = dict(data)
         return cls.of(data.pop("native_functions"), data.pop("derivatives"), **data)
+
+
+def _python_helpers(value) -> Optional[str]:
+    """`python_helpers=` as a user gives it: None, or the path of one `.py` file."""
+    if value is None:
+        return None
+    text = str(value) if isinstance(value, (str, os.PathLike)) else None
+    if not text or text.strip() != text or not text.endswith(".py") or any(c in text for c in "\n\r"):
+        raise OptionError(f"python_helpers must be the path of one Python file (helpers.py), not {value!r}")
+    return text
