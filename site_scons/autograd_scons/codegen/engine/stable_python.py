@@ -39,7 +39,7 @@ def render_stable_python(native_functions: str, derivatives: str, namespace: str
     package (a copy of codegen/formula/torch_helpers/: `stable_autograd_helpers/<file>`);
     where a formula calls one of the extension's own helpers, a copy of the
     module `python_helpers` (a path, as FunctionsRequest.python_helpers
-    gives it: `stable_autograd_own_helpers.py`).  The module is read again
+    gives it: the module `stable_autograd_own_helpers`).  The module is read again
     at every call, so an edit of it is in the next output."""
     from ..emit.stable_python import render_module
     from ..formula.helper_names import helper_package

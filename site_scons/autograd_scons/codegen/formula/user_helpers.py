@@ -1,8 +1,8 @@
 """An extension's own formula helpers for the stable target: the Python
-module the request names (`python_helpers="specs/python/myops_helpers.py"`,
+module the request names (`python_helpers="tests/fixtures/stable_python/sp_helpers.py"`,
 the Python twin of the C++ target's `includes=` headers), read statically.
 
-    module = read_helper_module("specs/python/myops_helpers.py")
+    module = read_helper_module("tests/fixtures/stable_python/sp_helpers.py")
     module.types        # {"sum_to": "Tensor", "block_count": "int"}
 
 The generator never imports it (it is the user's code, and imports torch):
@@ -46,7 +46,7 @@ class HelperModule:
         return dict(self.functions)
 
 
-def _return_type(node: ast.FunctionDef) -> str:
+def _return_type(node: "ast.FunctionDef | ast.AsyncFunctionDef") -> str:
     if node.returns is None:
         return "Tensor"
     text = ast.unparse(node.returns).replace('"', "").replace("'", "")

@@ -69,16 +69,17 @@ def render_module(units: Sequence[KernelUnit], namespace: str, functions: Mappin
         return translate(formula, inputs=inputs, outputs=outputs, functions=functions, helpers=names,
                          helper_prefix=_PREFIX, own_helpers=own_helpers, own_prefix=_OWN_PREFIX)
     ops = [line for u in units for line in render_op(u, python)]
-    used, own_used = _calls(_PREFIX, ops), own_helpers is not None and _calls(_OWN_PREFIX, ops)
+    used = _calls(_PREFIX, ops)
+    own_used = own_helpers if own_helpers is not None and _calls(_OWN_PREFIX, ops) else None
     imports = load("stable_python/helpers_import.pyt").lines(helpers=HELPERS) if used else []
-    if own_used:
+    if own_used is not None:
         imports += load("stable_python/own_helpers_import.pyt").lines(
-            helpers=OWN_HELPERS, file=os.path.basename(own_helpers.path))
+            helpers=OWN_HELPERS, file=os.path.basename(own_used.path))
     files = {f"{module_name(namespace)}.py": load("stable_python/module.pyt").substitute(
         banner=BANNER, namespace=namespace, runtime=RUNTIME, helpers=imports, ops=ops),
         f"{RUNTIME}.py": load("stable_python/runtime.pyt").text}
     if used:
         files.update({f"{HELPERS}/{name}": text for name, text in sources.items()})
-    if own_used:
-        files[f"{OWN_HELPERS}.py"] = own_helpers.source
+    if own_used is not None:
+        files[f"{OWN_HELPERS}.py"] = own_used.source
     return files
