@@ -1,0 +1,136 @@
+"""The SCons side of the stable target (`stable=` on AutogradFunctions and
+AutogradLibrary; codegen/model/stable.py): generate `stable/`
+(codegen/engine/stable_update.py), compile the registration TU and the
+caller's kernels (`pch_sources`) with `-DTORCH_TARGET_VERSION=...` and
+`-DTORCH_STABLE_ONLY`, link against libtorch_cpu alone (the shims live
+there), audit the library's imports after every link (symbol_audit.py),
+and write the autograd module next to the library.
+
+No precompiled prelude, no unity buckets, no edit TUs: the stable TUs are
+small (the registration TU includes torch/csrc/stable/library.h alone), so
+a kernel edit compiles that kernel's file and a formula edit compiles
+nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+import SCons.Action
+import SCons.Errors
+import SCons.Script
+import SCons.Util
+
+from autograd_scons.codegen.engine.stable_update import library_module, update_stable
+from autograd_scons.codegen.errors import SpecError, os_error_line
+from autograd_scons.codegen.build_folder.lock import lock_folder, remove_made_folder
+from autograd_scons.tool import symbol_audit
+
+# What a stable library links besides the caller's own: the shims' library.
+# libtorch, libc10 and libtorch_python are left out (a stable library needs
+# none of them, and the audit would refuse what it took from them anyway).
+_FULL_API_LIBS = ("c10", "torch", "torch_python")
+# The autograd module's name beside the library `<name>.so`: `<name>.py`
+# would be shadowed by the .so itself, which Python's import tries first.
+MODULE_SUFFIX = "_autograd.py"
+# generated folder -> (its StableTarget, its autograd module): a link with an
+# object of that folder is audited, and gets the module beside it.
+STABLE_FOLDERS: dict = {}
+
+
+def _fail(message: str):
+    sys.stderr.write(f"scons: *** {message}\n")
+    SCons.Script.Exit(2)
+
+
+def stable_env(env, target):
+    """A clone of `env` compiling for the stable target `target`."""
+    clone = env.Clone()
+    clone.Append(CPPDEFINES=target.cpp_defines())
+    clone["LIBS"] = [lib for lib in clone.get("LIBS", []) if str(lib) not in _FULL_API_LIBS]
+    clone.AppendUnique(LIBS=["torch_cpu"])
+    return clone
+
+
+def generate(env, outdir, request):
+    """(StableResult, the output folder node), or one line and exit 2."""
+    out = env.Dir(outdir)
+    out.duplicate = 0
+    env.AppendUnique(CPPPATH=[out])
+    nf, d, tags = [env.File(p).srcnode().abspath if p is not None else None
+                   for p in (request.native_functions, request.derivatives, request.tags)]
+    request = dataclasses.replace(request, native_functions=nf, derivatives=d, tags=tags)
+    dry = bool(SCons.Script.GetOption("no_exec")) or bool(SCons.Script.GetOption("clean"))
+    made = False
+    try:
+        if not dry:
+            made = lock_folder(out.abspath, say=lambda m: print(f"scons: {m}", flush=True))
+        result = update_stable(out.abspath, request, dry_run=dry)
+    except (SpecError, OSError) as e:
+        if made:
+            remove_made_folder(out.abspath)
+        _fail(str(e) if isinstance(e, SpecError) else f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
+    STABLE_FOLDERS[out.abspath] = (request.stable, result.python)
+    if result.rewritten and not dry:
+        print(f"scons: stable target (torch>={request.stable.version}): regenerated "
+              f"{', '.join(result.rewritten)} in {outdir}", flush=True)
+    return result, out
+
+
+def stable_objects(env, outdir, request, own=()):
+    """The registration TU's object and the caller's kernels' objects, all
+    compiled for the stable target."""
+    result, out = generate(env, outdir, request)
+    compile_env = stable_env(env, request.stable)
+    nodes = []
+    for rel in result.sources:
+        node = out.File(rel)
+        node.duplicate = 0
+        nodes.append(node)
+    env.Clean(nodes, out)
+    return [compile_env.SharedObject(n)[0] for n in list(nodes) + list(own)], result, out
+
+
+def audited(env, lib, objects, target):
+    """Audit `lib` after its link (out of its signature: nothing relinks for it)."""
+    paths = [str(getattr(o, "abspath", o)) for o in objects]
+
+    def check(target, source, env, stable=target):
+        problem = symbol_audit.audit(target[0].abspath, paths, env.subst("$AUTOGRAD_NM") or "nm",
+                                     stable.version)
+        if problem:
+            os.remove(target[0].abspath)  # never left for a load to fail on
+            raise SCons.Errors.BuildError(node=target[0], errstr=problem, exitstatus=2)
+        return 0
+    env.AddPostAction(lib[:1], SCons.Action.Action(check, None))
+    return lib
+
+
+def autograd_module(env, lib, folder):
+    """`<name>_autograd.py` beside the linked stable library `lib`: the line
+    that loads the library, then the ops' autograd of `folder`'s generated
+    module.  Written by whatever links a stable folder's objects (builders._shared_library)."""
+    stable, python = STABLE_FOLDERS[folder]
+    lib_path = lib[0].abspath
+    module_path = os.path.splitext(lib_path)[0] + MODULE_SUFFIX
+
+    def write_module(target, source, env):
+        with open(source[0].abspath, encoding="utf-8") as f:
+            text = library_module(lib_path, f.read(), stable.version)
+        with open(target[0].abspath, "w", encoding="utf-8") as f:
+            f.write(text)
+        return 0
+    module = env.Command(module_path, [env.File(os.path.join(folder, python))],
+                         SCons.Action.Action(write_module, "Autograd module of the stable library: $TARGET",
+                                             varlist=[]))
+    env.Depends(module, env.Value(f"{os.path.basename(lib_path)} torch>={stable.version}"))
+    return module
+
+
+def stable_library(env, target, outdir, request):
+    """Link the stable library (audited, its autograd module beside it:
+    builders._shared_library does both, and returns both)."""
+    objects, _, _ = stable_objects(env, outdir, request)
+    return stable_env(env, request.stable).SharedLibrary(target, objects)
