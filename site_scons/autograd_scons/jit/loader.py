@@ -108,6 +108,16 @@ def _root(build_directory) -> str:
     return os.path.abspath(os.fspath(build_directory)) if build_directory is not None else extensions_root()
 
 
+def _run_stable_autograd(folder, label):
+    """Register the stable target's autograd (the generated Python module
+    of the build folder), once per process, after its library loaded."""
+    from autograd_scons.codegen.engine.stable_update import AUTOGRAD_PY
+    path = os.path.join(folder, "gen", AUTOGRAD_PY)
+    with open(path, encoding="utf-8") as f:
+        code = compile(f.read(), path, "exec")
+    exec(code, {"__name__": f"autograd_scons_stable_{os.path.basename(folder)}", "__file__": path})
+
+
 def _build_and_load(request, folder, root, verbose, timeout, inline=None):
     name, label = request.name, _label(request.name)
     # The request (PCH with the rest) is in `key`: switching PCH runs SCons,
@@ -143,6 +153,8 @@ def _build_and_load(request, folder, root, verbose, timeout, inline=None):
             if refused is not None:
                 raise LoadError(f"{label}: {refused}") from None
             raise
+        if request.functions.stable is not None:  # the stable target's autograd is Python (gen/stable/)
+            _run_stable_autograd(folder, label)
     namespace = getattr(torch.ops, op_namespace)
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace
