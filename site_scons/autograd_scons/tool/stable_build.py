@@ -93,19 +93,37 @@ def stable_objects(env, outdir, request, own=()):
     return [compile_env.SharedObject(n)[0] for n in list(nodes) + list(own)], result, out
 
 
-def audited(env, lib, objects, target):
-    """Audit `lib` after its link (out of its signature: nothing relinks for it)."""
-    paths = [str(getattr(o, "abspath", o)) for o in objects]
+# library path -> (objects, StableTarget) / module path -> (library path,
+# StableTarget): what the actions below read.  Module-level functions and no
+# closures: an action's signature is its function's code, so it stays the
+# same from one run to the next, and nothing relinks for it.
+_AUDITS: dict = {}
+_MODULES: dict = {}
 
-    def check(target, source, env, stable=target):
-        problem = symbol_audit.audit(target[0].abspath, paths, env.subst("$AUTOGRAD_NM") or "nm",
-                                     stable.version)
-        if problem:
-            os.remove(target[0].abspath)  # never left for a load to fail on
-            raise SCons.Errors.BuildError(node=target[0], errstr=problem, exitstatus=2)
-        return 0
-    env.AddPostAction(lib[:1], SCons.Action.Action(check, None))
+
+def _audit_action(target, source, env):
+    objects, stable = _AUDITS[target[0].abspath]
+    problem = symbol_audit.audit(target[0].abspath, objects, env.subst("$AUTOGRAD_NM") or "nm", stable.version)
+    if problem:
+        os.remove(target[0].abspath)  # never left for a load to fail on
+        raise SCons.Errors.BuildError(node=target[0], errstr=problem, exitstatus=2)
+    return 0
+
+
+def audited(env, lib, objects, stable):
+    """Audit `lib` after its link (out of its signature: nothing relinks for it)."""
+    _AUDITS[lib[0].abspath] = ([str(getattr(o, "abspath", o)) for o in objects], stable)
+    env.AddPostAction(lib[:1], SCons.Action.Action(_audit_action, None))
     return lib
+
+
+def _write_module(target, source, env):
+    lib_path, stable = _MODULES[target[0].abspath]
+    with open(source[0].abspath, encoding="utf-8") as f:
+        text = library_module(lib_path, f.read(), stable.version)
+    with open(target[0].abspath, "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
 
 
 def autograd_module(env, lib, folder):
@@ -115,16 +133,9 @@ def autograd_module(env, lib, folder):
     stable, python = STABLE_FOLDERS[folder]
     lib_path = lib[0].abspath
     module_path = os.path.splitext(lib_path)[0] + MODULE_SUFFIX
-
-    def write_module(target, source, env):
-        with open(source[0].abspath, encoding="utf-8") as f:
-            text = library_module(lib_path, f.read(), stable.version)
-        with open(target[0].abspath, "w", encoding="utf-8") as f:
-            f.write(text)
-        return 0
+    _MODULES[env.File(module_path).abspath] = (lib_path, stable)
     module = env.Command(module_path, [env.File(os.path.join(folder, python))],
-                         SCons.Action.Action(write_module, "Autograd module of the stable library: $TARGET",
-                                             varlist=[]))
+                         SCons.Action.Action(_write_module, "Autograd module of the stable library: $TARGET"))
     env.Depends(module, env.Value(f"{os.path.basename(lib_path)} torch>={stable.version}"))
     return module
 
