@@ -183,12 +183,21 @@ LAYERS = [
     ("autograd_scons.codegen.model*", ["autograd_scons.codegen.model*", *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.parse*", ["autograd_scons.codegen.parse*", "autograd_scons.codegen.model*",
                                       *_GENERATOR_BASE], ("SCons", "torch")),
-    # emission reads no yaml: the model is complete before it (parse/extension_ops.py)
+    # emission reads no yaml: the model is complete before it (parse/extension_ops.py);
+    # the stable target's Python emitter also translates the formulas
+    ("autograd_scons.codegen.emit.stable_python*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.model*",
+                                                    "autograd_scons.codegen.formula*", "autograd_scons.codegen.templates",
+                                                    *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.model*",
                                       "autograd_scons.codegen.templates", *_GENERATOR_BASE], ("SCons", "torch")),
     # the output folder's machinery, below the engine and every user of it
     ("autograd_scons.codegen.build_folder*", ["autograd_scons.codegen.build_folder*", "autograd_scons.codegen.model*",
                                               *_GENERATOR_BASE], ("SCons", "torch")),
+    # the formula translator, on the model; its helpers module is runtime code for the
+    # generated Python (torch only), never imported by the generator itself
+    ("autograd_scons.codegen.formula.torch_helpers", [], ("SCons",)),
+    ("autograd_scons.codegen.formula*", ["autograd_scons.codegen.formula*", "autograd_scons.codegen.model*",
+                                         *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.templates", [], ("SCons", "torch")),
     ("autograd_scons.codegen.tree", [], ("SCons", "torch")),
     ("autograd_scons.codegen.errors", [], ("SCons", "torch")),

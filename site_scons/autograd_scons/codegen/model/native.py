@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Optional
 
 from .schema import FunctionSchema
-from .transforms import Autocast, Vmap
+from .transforms import Autocast, Fake, Vmap
 
 # Dispatch keys that mean "implemented by decomposition" (no backend kernel).
 _CIA = "CompositeImplicitAutograd"
@@ -83,6 +83,8 @@ class NativeFunction:
     # kernel (inputs arrive as they are), functorch's fallback under vmap.
     autocast: Optional[Autocast] = None
     vmap: Optional[Vmap] = None
+    # Its `fake:` (model/transforms.py), for the stable target's fake kernel.
+    fake: Optional[Fake] = None
     # The raw yaml entry (for cache keys); empty for derived functions.
     raw: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 

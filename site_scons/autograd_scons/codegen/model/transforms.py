@@ -53,6 +53,21 @@ class Autocast:
     redispatch: Optional[Redispatch] = None  # fp32_append_dtype's target
 
 
+# `fake:` of an extension op: its fake kernel in the stable target (the
+# C++ target's fake tensors run the Meta or CompositeExplicitAutograd kernel).
+FAKE_POINTWISE = "pointwise"   # the tensor inputs' broadcast shape and promoted dtype
+FAKE_LIKE = "like"             # every output shaped and typed as one argument
+FAKE_PYTHON = "python"         # a Python function, `module.function`
+
+
+@dataclass(frozen=True)
+class Fake:
+    """`fake:` of an extension's op: how its outputs follow its inputs."""
+    kind: str                 # FAKE_POINTWISE, FAKE_LIKE or FAKE_PYTHON
+    name: Optional[str]       # FAKE_LIKE: the argument; FAKE_PYTHON: module.function
+    line: int                 # the line of `fake:`
+
+
 @dataclass(frozen=True)
 class Vmap:
     """`vmap:` of an extension's op: its batch rule, by kind or by name."""

@@ -21,9 +21,10 @@ ATEN_KEYS = ("func", "variants", "dispatch", "tags", "autogen", "structured", "s
              "category_override", "cpp_no_default_args")
 
 # An extension's op: its kernels (dispatch:), its view's inverse (view:),
-# its transforms (autocast:, vmap:), and the ATen keys that mean the same
+# its transforms (autocast:, vmap:), its stable target's fake kernel (fake:), and the ATen keys that mean the same
 # for it (variants: function; the kernels' C++ types).
-EXTENSION_KEYS = ("func", "dispatch", "view", "autocast", "vmap", "variants", "use_const_ref_for_mutable_tensors")
+EXTENSION_KEYS = ("func", "dispatch", "view", "autocast", "vmap", "fake", "variants",
+                  "use_const_ref_for_mutable_tensors")
 
 _STRUCTURED = ("ATen's structured kernels are torchgen's code for ATen's own kernels: name an extension op's "
                "kernels under 'dispatch:'")

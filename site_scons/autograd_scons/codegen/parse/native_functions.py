@@ -18,7 +18,7 @@ from ..model.extension_op import dispatcher_signature
 from ..model.native import _CIA, NativeFunction, NativeSpec, ViewGroup
 from .entry_keys import check_keys
 from .extension_keys import parse_dispatch, parse_view
-from .transform_keys import parse_autocast, parse_vmap, resolve_redispatch
+from .transform_keys import parse_autocast, parse_fake, parse_vmap, resolve_redispatch
 from .yaml_io import Entry, load_entries, read_text
 
 # A quirk of ATen's own spec: this in-place op's schema cannot be paired with
@@ -141,7 +141,7 @@ def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeF
     return dataclasses.replace(f, dispatch=ext_dispatch,
                                view=parse_view(path, e, namespace, func, f.returns_view, ext_dispatch),
                                autocast=parse_autocast(path, e, namespace, func, f.returns_view),
-                               vmap=parse_vmap(path, e, namespace, func))
+                               vmap=parse_vmap(path, e, namespace, func), fake=parse_fake(path, e, namespace, func))
 
 
 # ------------------------------------------------ derived functional/out=

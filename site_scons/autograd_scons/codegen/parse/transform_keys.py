@@ -15,13 +15,14 @@ redispatches to another overload of the op (its arguments and a trailing
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Callable, Optional, Sequence
 
 from ..errors import SpecError
 from ..model.extension_op import cpp_identifier, dispatcher_signature
 from ..model.native import NativeFunction
 from ..model.schema import OUT, Argument, FunctionSchema, is_tensor_like
-from ..model.transforms import (AUTOCAST_KEYS, FP32_APPEND_DTYPE, FP32_SET_OPT_DTYPE, KINDS, POLICIES, RULE,
+from ..model.transforms import (FAKE_LIKE, FAKE_POINTWISE, FAKE_PYTHON, Fake, AUTOCAST_KEYS, FP32_APPEND_DTYPE, FP32_SET_OPT_DTYPE, KINDS, POLICIES, RULE,
                                 Autocast, Redispatch, Vmap)
 from .yaml_io import Entry
 
@@ -149,6 +150,38 @@ def parse_vmap(path: str, e: Entry, namespace: str, func: FunctionSchema) -> Opt
     tensors = [a.name for a in func.schema_order_arguments() if is_tensor_like(a.type)]
     _check_names(names, _VMAP_LOCALS | {t + s for t in tensors for s in _VMAP_SUFFIXES}, "vmap plumbing", err)
     return v
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+
+
+def parse_fake(path: str, e: Entry, namespace: str, func: FunctionSchema) -> Optional[Fake]:
+    """`fake:` (the stable target's fake kernel): `pointwise`, `{like: ARG}`
+    or `{python: module.function}`."""
+    raw = e.data.get("fake")
+    if raw is None:
+        return None
+    line = e.line_of("fake")
+
+    def err(msg: str) -> SpecError:
+        return SpecError(msg, path, line, f"{namespace}::{func}")
+    tensors = [a.name for a in func.schema_order_arguments() if str(a.type) == "Tensor"]
+    if raw == FAKE_POINTWISE:
+        if not tensors:
+            raise err("'fake: pointwise' gives the outputs the tensor inputs' broadcast shape, and this op has none")
+        return Fake(FAKE_POINTWISE, None, line)
+    if isinstance(raw, dict) and len(raw) == 1 and FAKE_LIKE in raw:
+        if raw[FAKE_LIKE] not in tensors:
+            raise err(f"'fake: {{like: ARG}}' names a Tensor argument of the op ({', '.join(tensors) or 'none'}), "
+                      f"not {raw[FAKE_LIKE]!r}")
+        return Fake(FAKE_LIKE, raw[FAKE_LIKE], line)
+    if isinstance(raw, dict) and len(raw) == 1 and FAKE_PYTHON in raw:
+        if not isinstance(raw[FAKE_PYTHON], str) or not _DOTTED.fullmatch(raw[FAKE_PYTHON]):
+            raise err(f"'fake: {{python: NAME}}' names a Python function as module.function, not "
+                      f"{raw[FAKE_PYTHON]!r}")
+        return Fake(FAKE_PYTHON, raw[FAKE_PYTHON], line)
+    raise err(f"'fake' must be '{FAKE_POINTWISE}', '{{{FAKE_LIKE}: ARG}}' or '{{{FAKE_PYTHON}: module.function}}', "
+              f"not {raw!r}")
 
 
 def _check_names(names: Sequence[str], taken: frozenset | set, where: str, err: Callable[..., SpecError]) -> None:

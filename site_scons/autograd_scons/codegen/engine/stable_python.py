@@ -1,0 +1,42 @@
+"""The stable target's generated Python from a pair of yaml files: the
+extension's units (units.py) rendered by emit/stable_python/, with the ATen
+functions its formulas may call read from the installed torchgen's
+native_functions.yaml (found without importing torch)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from collections.abc import Collection
+from typing import Optional
+
+from ..errors import SpecError
+
+_PACKAGED = os.path.join("packaged", "ATen", "native", "native_functions.yaml")
+
+
+@functools.lru_cache(maxsize=None)
+def aten_callees(path: Optional[str] = None) -> dict:
+    """codegen/formula's callee table of ATen's native functions: `path`, or
+    the installed torchgen's copy."""
+    from ..formula import callees
+    from ..parse.native_functions import parse_native_functions
+    from ..parse.yaml_io import read_text
+    if path is None:
+        spec = importlib.util.find_spec("torchgen")
+        if spec is None or not spec.submodule_search_locations:
+            raise SpecError("the stable target translates formulas against ATen's native_functions.yaml, which "
+                            "ships with torch (torchgen/packaged): install torch, or name the file")
+        path = os.path.join(list(spec.submodule_search_locations)[0], _PACKAGED)
+    return callees(parse_native_functions(path, read_text(path), None).functions)
+
+
+def render_stable_python(native_functions: str, derivatives: str, namespace: str,
+                         helpers_module: Optional[str] = None, helper_names: Collection[str] = (),
+                         aten_native_functions: Optional[str] = None) -> dict[str, str]:
+    """{file name: text} of the generated module and its run-time support."""
+    from ..emit.stable_python import render_module
+    from .units import Kind, load_units
+    units = [u.subject for u in load_units(native_functions, derivatives) if u.kind is Kind.KERNEL]
+    return render_module(units, namespace, aten_callees(aten_native_functions), helpers_module, helper_names)

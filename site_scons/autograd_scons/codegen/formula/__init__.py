@@ -1,0 +1,57 @@
+"""The formula translator: derivatives.yaml's formulas (C++ expressions) as
+Python expressions, for the stable target's generated Python autograd.
+
+API (pure Python, no torch):
+
+    from autograd_scons.codegen.formula import translate, FormulaError, callees, names
+
+    callee_table = callees(native_functions)   # parsed NativeFunction list, once
+    py = translate(formula, inputs={"self": "Tensor", "dim": "int[]", ...},
+                   outputs={"result": "Tensor"}, helpers=HELPERS,
+                   functions=callee_table, helper_prefix="H.")
+
+- `inputs`/`outputs`: the names the formula reads, each with its type in
+  names.py's vocabulary ("Tensor", "Tensor?", "int", "int[]", "float",
+  "Scalar", "ScalarType", "TensorOptions", "TypeAndSize", ...):
+  `names.schema_type(str(arg.type))` for a schema argument,
+  `names.cpp_type(saved.type.cpp_type())` for a parser's SavedAttribute.
+  The gradient names come with them: `grad`, `grads` (`grads[i]`),
+  `grad_<output>`, `<input>_t`/`<input>_p` of each tensor input and output,
+  `grad_input_mask`, `retain_variables`.
+- `helpers`: the names the helper module defines (a collection; or a mapping
+  name -> type of what it returns, "Tensor" if not a mapping); a call of one
+  is printed `helper_prefix + name(...)`.  torch_helpers.HELPERS lists the
+  module of this package (FunctionsManual's helpers, written in Python).
+- `functions`: callees(...) of the native functions, so that ATen calls
+  get their Python home and keyword-only arguments (without it every ATen
+  call is refused).
+- The result reads `torch` and `math`: the generated module imports both.
+- Anything it cannot translate raises FormulaError naming the construct and
+  its column ("cannot translate the member access '->sym_sizes' (column
+  12 of '...')"): the caller re-raises it located at the yaml line.
+  translate_typed() returns (text, type) instead.
+
+The table (docs/formula-translation.md has it in full): `at::f`/`f` ->
+`torch.f` (or `torch._C._nn.f`..., or a method where ATen has only that),
+`_symint` dropped; `.sym_sizes()`/`.sizes()` -> `.shape`, `.sym_size(d)` ->
+`.size(d)`, `.sym_numel()` -> `.numel()`, `.scalar_type()` -> `.dtype`,
+`.options()` -> a dict spread into the call (`**`); `.defined()`/
+`.has_value()` -> `is not None`, `Tensor()`/`std::nullopt` -> None,
+`c ? a : b` -> `a if c else b`, `{a, b}` -> a list, `/` -> `//` where both
+sides are integers, `/` where one is a Tensor or float, refused otherwise.
+Refused: `->`, lambdas, pointers, templates other than std::get/tuple/
+vector/optional, names it does not know, a loop variable (foreach's `i`).
+
+Modules: syntax.py (tokens, tree, parser), translate.py (the printer),
+calls.py and methods.py (calls), names.py (tables and types), callees.py
+(the ATen table from native functions), torch_helpers.py (the helpers, the
+one module here that imports torch: generated code copies or imports it).
+"""
+
+from ..errors import FormulaError
+from .callees import callees
+from .syntax import parse
+from .translate import gradient_variables, translate, translate_typed
+from . import names
+
+__all__ = ["FormulaError", "callees", "parse", "translate", "translate_typed", "gradient_variables", "names"]

@@ -1,0 +1,1 @@
+torch.library.register_fake("${qualname}", _rt.function("${function}"), lib=_lib)

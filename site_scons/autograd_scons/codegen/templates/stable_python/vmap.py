@@ -1,0 +1,1 @@
+torch.library.register_vmap("${qualname}", ${rule}, lib=_lib)

@@ -1,0 +1,110 @@
+"""The generated Python autograd at run time, on the fixture's ops (defined
+with torch.library, conftest.py): gradients, double backward, forward AD
+by every route (and refused where no formula carries it), what is saved."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.autograd import forward_ad, gradcheck, gradgradcheck  # noqa: E402
+from torch.func import hessian, jacfwd, jacrev, jvp, vmap  # noqa: E402
+
+D = dict(dtype=torch.double)
+
+
+def _cases(sp):
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, **D, requires_grad=True)
+    y = torch.randn(4, 3, **D, requires_grad=True)
+    w = torch.randn(3, **D, requires_grad=True)
+    b = torch.randn(3, **D, requires_grad=True)
+    return {"bmul": (sp.bmul, (x, y)), "scaled": (sp.scaled, (x, 0.5)), "affine": (sp.affine, (x, w, b)),
+            "affine_no_bias": (sp.affine, (x, w)), "row_sum": (sp.row_sum, (x,)), "myexp": (sp.myexp, (x,)),
+            "sincos_sign": (lambda v: sp.sincos_sign(v)[:2], (x,)),
+            "gather_rows": (sp.gather_rows, (x, torch.tensor([0, 2, 2]))),
+            "masked_scale": (sp.masked_scale, (x, y.detach()))}
+
+
+NAMES = ["bmul", "scaled", "affine", "affine_no_bias", "row_sum", "myexp", "sincos_sign", "gather_rows",
+         "masked_scale"]
+FORWARD = [n for n in NAMES if n != "gather_rows"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradcheck_and_double_backward(sp, name):
+    f, args = _cases(sp)[name]
+    assert gradcheck(f, args)
+    assert gradgradcheck(f, args)
+
+
+@pytest.mark.parametrize("name", FORWARD)
+def test_forward_ad_gives_the_formulas_tangent(sp, name):
+    f, args = _cases(sp)[name]
+    assert gradcheck(f, args, check_forward_ad=True, check_backward_ad=False, check_undefined_grad=False,
+                     check_batched_grad=False)
+
+
+def test_jvp_jacfwd_and_dual_tensors_are_not_zero(sp):
+    """What register_autograd alone gets wrong (the next test): every route
+    of forward AD sees the formula's tangent, also outside grad mode."""
+    x, y, t = torch.randn(3, **D), torch.randn(3, **D), torch.randn(3, **D)
+    assert torch.allclose(jvp(sp.bmul, (x, y), (t, t))[1], t * y + x * t)
+    assert torch.allclose(jacfwd(sp.myexp)(x), torch.diag(x.exp()))
+    assert torch.allclose(jacfwd(sp.row_sum)(x), torch.ones(3, **D))
+    with torch.no_grad(), forward_ad.dual_level():
+        out = sp.myexp(forward_ad.make_dual(x, t))
+        assert torch.allclose(forward_ad.unpack_dual(out).tangent, t * x.exp())
+
+
+def test_register_autograd_alone_gives_silently_zero_tangents():
+    """The defect the generated rule fixes (issue 59): the same op with the
+    hand-written backward through torch.library.register_autograd returns
+    zero tangents from jvp, without a word.  Were the generated module to
+    register through register_autograd, the test above would fail so."""
+    lib = torch.library.Library("sp_register_autograd", "DEF")
+    lib.define("myexp(Tensor self) -> Tensor")
+    lib.impl("myexp", lambda s: s.exp(), "CPU")
+    op = torch.ops.sp_register_autograd.myexp.default
+    torch.library.register_autograd(op, lambda ctx, g: g * ctx.saved_tensors[0],
+                                    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(output), lib=lib)
+    x, t = torch.randn(3, **D), torch.ones(3, **D)
+    assert torch.count_nonzero(jvp(op, (x,), (t,))[1]) == 0
+    assert torch.count_nonzero(jacfwd(op)(x)) == 0
+
+
+@pytest.mark.compile   # ~2 s: functorch's first hessian
+def test_reverse_over_forward_and_vmap_of_grad(sp):
+    x = torch.randn(3, **D)
+    assert torch.allclose(hessian(lambda v: sp.myexp(v).sum())(x), torch.diag(x.exp()))
+    assert torch.allclose(jacrev(jacrev(lambda v: sp.myexp(v).sum()))(x), torch.diag(x.exp()))
+    xs = torch.randn(5, 3, **D)
+    assert torch.allclose(vmap(torch.func.grad(lambda v: sp.bmul(v, v).sum()))(xs), 2 * xs)
+
+
+def test_what_no_formula_carries_is_refused_not_zero(sp):
+    x, t = torch.randn(3, **D), torch.randn(3, **D)
+    with pytest.raises(RuntimeError, match=r"sp::myexp: forward-mode AD over forward-mode AD"):
+        jacfwd(jacfwd(lambda v: sp.myexp(v).sum()))(x)
+    with pytest.raises(RuntimeError, match=r"forward AD with sp::gather_rows .*no forward formula"):
+        jvp(lambda v: sp.gather_rows(v, torch.tensor([0])), (x.reshape(3, 1),), (t.reshape(3, 1),))
+    with pytest.raises(RuntimeError, match=r"sp::plain: the op has no derivative formula"):
+        sp.plain(x.requires_grad_())
+    assert torch.equal(sp.plain(x.detach()), x)
+
+
+def test_only_what_needed_gradients_read_is_saved(sp):
+    x = torch.randn(3, **D, requires_grad=True)
+    y = torch.randn(3, **D)
+    out = sp.bmul(x, y)   # only self needs a gradient: its formula reads other, not self
+    assert out.grad_fn.saved_tensors[0] is None and out.grad_fn.saved_tensors[1] is y
+    (gx,) = torch.autograd.grad(out.sum(), (x,))
+    assert torch.equal(gx, y)
+    r = sp.row_sum(torch.randn(2, 3, **D, requires_grad=True))
+    assert r.grad_fn.saved_tensors == () and tuple(r.grad_fn.self_sym_sizes) == (2, 3)
+
+
+def test_without_grad_or_tangent_the_op_runs_alone(sp):
+    x = torch.randn(3, **D)
+    out = sp.myexp(x)
+    assert out.grad_fn is None and torch.equal(out, x.exp())
