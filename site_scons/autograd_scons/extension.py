@@ -108,7 +108,8 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
         "package": package, "library": f"{package}/{LIBRARY_STEM}.so",
         "python": bool(env["PYTHON"]) and stable is None,   # (a stable library uses no Python C API)
         "stable": stable.version if stable else None,
-        "modules": [f"{package}/{LIBRARY_STEM}_autograd.py"] if stable else [],
+        "modules": [os.path.relpath(n.abspath, env.Dir(build).abspath).replace(os.sep, "/")
+                    for n in library[1:]] if stable else [],   # the autograd module and its support
         "torch": facts["version"], "torch_cuda": facts.get("cuda"),  # the variant's name (ship/variant.py)
         "cuda": env.get("AUTOGRAD_CUDA_ARCHS") or [],
         "cuda_skipped": env.get("AUTOGRAD_CUDA_SKIPPED") if cuda_sources else None,

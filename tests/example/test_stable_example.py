@@ -1,10 +1,14 @@
 """The stable example (tests/fixtures/stable_ext: CPU ops with several
 inputs, a float argument, an optional tensor, a reduction; kernels on
 torch::stable::Tensor alone), built ONCE by `scons` under the installed
-torch (2.13), then loaded from the generated files alone (the .so and its
-autograd module, copied into an empty folder) by a torch with nothing else
-(`python -I`): under 2.13 and under torch 2.14.1 in the second venv
-(support/cuda_helpers.py; skipped without it, failed under .ci/run).
+torch (2.13), then loaded from the generated files alone (the .so, its
+autograd module and the module's run-time support, with the fake kernel the
+yaml names, copied into an empty folder) by a torch with nothing else
+(`python -I`): values, gradcheck, gradgradcheck, forward AD (jvp, jacfwd,
+dual tensors, forward-mode gradcheck), opcheck and torch.compile(fullgraph)
+forward+backward (support/stable_example_checks.py), under 2.13 and under
+torch 2.14.1 in the second venv (support/cuda_helpers.py; skipped without
+it, failed under .ci/run).
 
 Also in this build folder: a formula edit compiles nothing, a kernel edit
 compiles that kernel's object alone; an unstable header is a compile
@@ -25,7 +29,9 @@ pytestmark = pytest.mark.compile
 
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "stable_ext")
 CHECKS = os.path.join(REPO, "tests", "support", "stable_example_checks.py")
-FILES = ("stableops_ext.so", "stableops_ext_autograd.py")
+# what the build writes beside the library, and the helpers the yaml names
+FILES = ("stableops_ext.so", "stableops_ext_autograd.py", "stable_autograd_runtime.py")
+HELPERS = ("stableops_fakes.py",)
 
 
 def build(project, *args, check=True):
@@ -44,6 +50,8 @@ def built(tmp_path_factory):
     shipped.mkdir()
     for name in FILES:
         shutil.copy(project / "build" / "example" / name, shipped / name)
+    for name in HELPERS:
+        shutil.copy(project / name, shipped / name)
     return project, shipped
 
 
@@ -54,17 +62,21 @@ def run_checks(python, folder):
     return proc.stdout
 
 
-def test_the_build_loads_and_computes_under_the_torch_it_was_built_with(built):
+CHECKED = ["sumsq: ok", "gradcheck: ok", "gradgradcheck: ok", "forward AD (jvp): ok", "forward-mode gradcheck: ok",
+           "opcheck sumsq: ok", "torch.compile(fullgraph=True) forward+backward: ok"]
+
+
+def test_the_build_loads_and_passes_its_checks_under_the_torch_it_was_built_with(built):
     out = run_checks(sys.executable, built[1])
-    assert "sumsq: ok" in out
+    assert all(line in out.splitlines() for line in CHECKED)
 
 
-def test_the_same_build_loads_and_computes_under_torch_2_14(built):
+def test_the_same_build_loads_and_passes_its_checks_under_torch_2_14(built):
     python, why = cuda_venv()
     if python is None:
         (pytest.fail if os.environ.get("AGF_CUDA_TIER_REQUIRED") else pytest.skip)(why)
     out = run_checks(python, built[1])
-    assert "sumsq: ok" in out
+    assert all(line in out.splitlines() for line in CHECKED)
 
 
 def test_a_formula_edit_compiles_nothing_and_a_kernel_edit_its_object(built):
@@ -72,8 +84,8 @@ def test_a_formula_edit_compiles_nothing_and_a_kernel_edit_its_object(built):
     edit(project / "derivatives.yaml", "self: grad * alpha", "self: alpha * grad")
     out = build(project).stdout
     assert compiled(out) == [] and linked(out, "stableops_ext.so") is None
-    module = (project / "build" / "example" / "gen" / "stable" / "autograd.py").read_text()
-    assert "alpha * grad" in module or "AUTOGRAD_REGISTERED = False" in module  # (until the Python emitter)
+    module = (project / "build" / "example" / "stableops_ext_autograd.py").read_text()
+    assert "alpha * grad" in module   # the op's Python, regenerated, beside the library
     edit(project / "csrc" / "kernels.cpp", "float or double tensors only", "float or double tensors, no other")
     out = build(project).stdout
     assert compiled(out) == ["kernels.os"] and linked(out, "stableops_ext.so") is not None

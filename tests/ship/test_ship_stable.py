@@ -1,7 +1,8 @@
 """Shipping the stable target: `new --stable` writes a project whose one
 switch is pyproject.toml's `[tool.autograd-scons] stable`; its wheel requires
 `torch>=<target>` (no minor pin), is tagged `cp39-abi3-<platform>`, carries
-`_C.so` and `_C_autograd.py`, and the one wheel, unpacked, runs under torch
+`_C.so` and `_C_autograd.py` (and its run-time support), and the one wheel, unpacked,
+computes, differentiates (gradcheck, jvp) and passes opcheck under torch
 2.13 and 2.14.1 (compile tier; 2.14.1 from the second venv)."""
 
 import os
@@ -49,8 +50,13 @@ def test_the_backend_requires_torch_from_the_target_on_and_tags_abi3():
 
 
 RUN = ("import sys; sys.path.insert(0, sys.argv[1]); import torch, demo; "
-       "x = torch.full((3,), 3.0, dtype=torch.double); "
-       "assert torch.equal(demo.ops.scaled_square(x, 2.0), 2.0 * x * x); print(torch.__version__, 'ok')")
+       "x = torch.full((3,), 3.0, dtype=torch.double, requires_grad=True); op = demo.ops.scaled_square; "
+       "assert torch.equal(op(x, 2.0), 2.0 * x * x); "
+       "assert torch.autograd.gradcheck(lambda a: op(a, 2.0), (x,)); "
+       "assert all(v == 'SUCCESS' for v in torch.library.opcheck(op.default, (x, 2.0)).values()); "
+       "t = torch.ones(3, dtype=torch.double); "
+       "assert torch.allclose(torch.func.jvp(lambda a: op(a, 2.0), (x.detach(),), (t,))[1], 4.0 * x.detach()); "
+       "print(torch.__version__, 'ok')")
 
 
 @pytest.mark.compile
@@ -58,7 +64,7 @@ def test_one_stable_wheel_runs_under_two_torch_versions(tmp_path):
     new(tmp_path, "demo", this_checkout(tmp_path), "--stable")
     wheel, _ = pip_wheel(str(tmp_path / "demo"), str(tmp_path / "dist"), this_checkout(tmp_path))
     assert os.path.basename(wheel).startswith("demo-0.1.0-cp39-abi3-linux_")
-    assert "demo/_C.so" in wheel_names(wheel) and "demo/_C_autograd.py" in wheel_names(wheel)
+    assert {"demo/_C.so", "demo/_C_autograd.py", "demo/stable_autograd_runtime.py"} <= set(wheel_names(wheel))
     meta = wheel_read(wheel, "demo-0.1.0.dist-info/METADATA").decode()
     assert "Requires-Dist: torch>=2.10\n" in meta and "torch==" not in meta
     unpacked = tmp_path / "site"

@@ -108,14 +108,22 @@ def _root(build_directory) -> str:
     return os.path.abspath(os.fspath(build_directory)) if build_directory is not None else extensions_root()
 
 
-def _run_stable_autograd(folder, label):
+# name -> the stable target's autograd module: its registrations last as long as it does.
+_STABLE_AUTOGRAD: dict = {}
+
+
+def _run_stable_autograd(folder, namespace):
     """Register the stable target's autograd (the generated Python module
-    of the build folder), once per process, after its library loaded."""
-    from autograd_scons.codegen.engine.stable_update import AUTOGRAD_PY
-    path = os.path.join(folder, "gen", AUTOGRAD_PY)
-    with open(path, encoding="utf-8") as f:
-        code = compile(f.read(), path, "exec")
-    exec(code, {"__name__": f"autograd_scons_stable_{os.path.basename(folder)}", "__file__": path})
+    of the build folder, which imports its run-time support beside it),
+    once per process, after its library loaded."""
+    import importlib.util
+    from autograd_scons.codegen.emit.stable_python import module_name
+    from autograd_scons.codegen.engine.stable_update import STABLE_FOLDER
+    name = module_name(namespace)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "gen", STABLE_FOLDER, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _build_and_load(request, folder, root, verbose, timeout, inline=None):
@@ -154,7 +162,7 @@ def _build_and_load(request, folder, root, verbose, timeout, inline=None):
                 raise LoadError(f"{label}: {refused}") from None
             raise
         if request.functions.stable is not None:  # the stable target's autograd is Python (gen/stable/)
-            _run_stable_autograd(folder, label)
+            _STABLE_AUTOGRAD[name] = _run_stable_autograd(folder, op_namespace)
     namespace = getattr(torch.ops, op_namespace)
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace

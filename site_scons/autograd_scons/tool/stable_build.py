@@ -72,7 +72,7 @@ def generate(env, outdir, request):
         if made:
             remove_made_folder(out.abspath)
         _fail(str(e) if isinstance(e, SpecError) else f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
-    STABLE_FOLDERS[out.abspath] = (request.stable, result.python)
+    STABLE_FOLDERS[out.abspath] = (request.stable, result.python, tuple(result.support))
     if result.rewritten and not dry:
         print(f"scons: stable target (torch>={request.stable.version}): regenerated "
               f"{', '.join(result.rewritten)} in {outdir}", flush=True)
@@ -129,15 +129,19 @@ def _write_module(target, source, env):
 def autograd_module(env, lib, folder):
     """`<name>_autograd.py` beside the linked stable library `lib`: the line
     that loads the library, then the ops' autograd of `folder`'s generated
-    module.  Written by whatever links a stable folder's objects (builders._shared_library)."""
-    stable, python = STABLE_FOLDERS[folder]
+    module; and the run-time support it imports, copied beside it.  Written
+    by whatever links a stable folder's objects (builders._shared_library)."""
+    stable, python, support = STABLE_FOLDERS[folder]
     lib_path = lib[0].abspath
     module_path = os.path.splitext(lib_path)[0] + MODULE_SUFFIX
     _MODULES[env.File(module_path).abspath] = (lib_path, stable)
     module = env.Command(module_path, [env.File(os.path.join(folder, python))],
                          SCons.Action.Action(_write_module, "Autograd module of the stable library: $TARGET"))
     env.Depends(module, env.Value(f"{os.path.basename(lib_path)} torch>={stable.version}"))
-    return module
+    beside = os.path.dirname(lib_path)
+    copies = [env.InstallAs(os.path.join(beside, os.path.basename(rel)), env.File(os.path.join(folder, rel)))[0]
+              for rel in support]
+    return list(module) + copies
 
 
 def stable_library(env, target, outdir, request):

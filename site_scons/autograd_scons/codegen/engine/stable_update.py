@@ -8,10 +8,12 @@ only what changed:
 - `stable/kernels.h`, `stable/registration.cpp` (emit/stable_registration.py),
   from native_functions.yaml alone: a formula edit leaves them, and so
   every object, untouched;
-- `stable/autograd.py`, the ops' autograd as Python from derivatives.yaml
-  (codegen/emit/stable_python/, issue59-python's emitter, through
-  `_python_autograd`); the build writes it next to the library with the
-  line that loads it (tool/stable_build.py).
+- `stable/<ns>_autograd.py` and its run-time support
+  `stable/stable_autograd_runtime.py`, the ops' autograd as Python from
+  derivatives.yaml (codegen/emit/stable_python/, through
+  engine/stable_python.py); the build writes the module next to the library
+  with the line that loads the library first, and the support beside it
+  (tool/stable_build.py).
 
 The specs of an extension are small, so this parses them every time (no
 manifest fast path: tens of milliseconds).
@@ -28,7 +30,6 @@ from .functions_request import FunctionsRequest
 from .writer import same_bytes, write_files
 
 STABLE_FOLDER = "stable"
-AUTOGRAD_PY = "stable/autograd.py"
 
 
 @dataclass
@@ -37,25 +38,20 @@ class StableResult:
     out_dir: str
     sources: list[str]                   # the TUs to compile, relative to out_dir
     python: str                          # the autograd module, relative to out_dir
+    support: list                        # the files it imports beside it, relative to out_dir
     ops: list[str]                       # `ns::op.overload`, in yaml order
     rewritten: list[str] = field(default_factory=list)   # files whose bytes changed
     kernels: list = field(default_factory=list)          # (ns, kernel name) declared by dispatch:
 
 
-def _python_autograd(request: FunctionsRequest, units) -> str:
-    """The hook of the stable target's Python autograd: the text of
-    `stable/autograd.py`.  issue59-python's emitter (codegen/emit/stable_python/,
-    `render_module(native_functions, derivatives, tags, units)`) writes the
-    registrations; without it, a module that registers no autograd and
-    says so, so a backward through these ops fails loudly, never silently."""
-    try:
-        from ..emit.stable_python import render_module
-    except ImportError:
-        ops = ", ".join(u.op for u in units)
-        return (f'"""No autograd for {ops}: this generator has no stable-target Python emitter '
-                f'(codegen/emit/stable_python/).\n\nA backward through these ops raises torch\'s '
-                f'"does not have an autograd kernel" error."""\nAUTOGRAD_REGISTERED = False\n')
-    return render_module(request.native_functions, request.derivatives, request.tags, units)
+def _python_autograd(request: FunctionsRequest, namespace: str) -> dict:
+    """{relpath: text} of the ops' generated autograd: the module first,
+    then its run-time support (engine/stable_python.py)."""
+    from .stable_python import render_stable_python
+    from ..emit.stable_python import module_name
+    files = render_stable_python(request.native_functions, request.derivatives, namespace)
+    module = f"{module_name(namespace)}.py"
+    return {f"{STABLE_FOLDER}/{name}": files[name] for name in [module] + sorted(set(files) - {module})}
 
 
 def update_stable(out_dir: str, request: FunctionsRequest, *, dry_run: bool = False) -> StableResult:
@@ -72,9 +68,15 @@ def update_stable(out_dir: str, request: FunctionsRequest, *, dry_run: bool = Fa
     native = parse_native_functions(request.native_functions, text, load_tags(request.tags))
     units = kernel_units(native, (), formulas=False)
     yaml = os.path.basename(request.native_functions)
+    namespaces = sorted({u.func.namespace for u in units})
+    if len(namespaces) != 1:
+        raise SpecError(f"the stable target builds the ops of one namespace, not {len(namespaces)} "
+                        f"({', '.join(namespaces) or 'none'})", request.native_functions)
+    python = _python_autograd(request, namespaces[0])
+    module = next(iter(python))
     files = {KERNELS_H: render_kernels_header(units, yaml),
-             REGISTRATION_CPP: render_registration(units, yaml, "autograd.py (stable/, next to the library)"),
-             AUTOGRAD_PY: _python_autograd(request, units)}
+             REGISTRATION_CPP: render_registration(units, yaml, f"{os.path.basename(module)} (next to the library)"),
+             **python}
     changed = {rel: text for rel, text in files.items()
                if not same_bytes(os.path.join(out_dir, rel), text.encode())}
     if changed and not dry_run:
@@ -82,7 +84,8 @@ def update_stable(out_dir: str, request: FunctionsRequest, *, dry_run: bool = Fa
         write_files(out_dir, changed)
     kernels = [(u.func.namespace, name) for u in units if u.func.dispatch is not None
                for name in u.func.dispatch.names()]
-    return StableResult(out_dir, [REGISTRATION_CPP], AUTOGRAD_PY, [u.op for u in units], sorted(changed), kernels)
+    return StableResult(out_dir, [REGISTRATION_CPP], module, list(python)[1:], [u.op for u in units],
+                        sorted(changed), kernels)
 
 
 def library_module(library_file: str, autograd_text: str, target: Optional[str] = None) -> str:

@@ -1,18 +1,14 @@
-"""extname's operator against the same computation in ATen ops: values and,
-where the stable target's autograd is generated, gradients (gradcheck),
-torch.library.opcheck, torch.compile and forward AD."""
+"""extname's operator against the same computation in ATen ops: values,
+gradients (gradcheck), torch.library.opcheck, torch.compile and forward AD
+(the autograd: Python generated from derivatives.yaml)."""
 
-import pytest
 import torch
 from torch.autograd import forward_ad, gradcheck
 
 import extname
-from extname import _C_autograd
 
 op = torch.ops.extname.scaled_square
 ALPHA = 1.5
-autograd = pytest.mark.skipif(not getattr(_C_autograd, "AUTOGRAD_REGISTERED", True),
-                              reason="this autograd-functions-scons generates no stable-target autograd")
 
 
 def x(device="cpu"):
@@ -25,17 +21,14 @@ def test_values_match_aten():
     assert extname.ops.scaled_square is op
 
 
-@autograd
 def test_gradcheck():
     assert gradcheck(lambda a: op(a, ALPHA), (x(),))
 
 
-@autograd
 def test_opcheck():
     torch.library.opcheck(op.default, (x(), ALPHA))
 
 
-@autograd
 def test_torch_compile_forward_and_backward():
     compiled = torch.compile(lambda a: op(a, ALPHA), fullgraph=True, backend="aot_eager")
     a = x()
@@ -46,7 +39,6 @@ def test_torch_compile_forward_and_backward():
     torch.testing.assert_close(got, eager)
 
 
-@autograd
 def test_forward_ad():
     a, t = torch.randn(3, 4, dtype=torch.double), torch.randn(3, 4, dtype=torch.double)
     with forward_ad.dual_level():
