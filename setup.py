@@ -15,5 +15,5 @@ setup(package_dir={"": "site_scons"},
       # loads by file name from site_tools/ (TOOLPATH).  All here, since a
       # package_data given to setup() replaces setup.cfg's whole.
       package_data={"autograd_scons": ["site_tools/*.py"],
-                    "autograd_scons.codegen.templates": ["*.h", "*.cpp"],
+                    "autograd_scons.codegen.templates": ["*.h", "*.cpp", "stable_python/*.pyt"],
                     "autograd_scons.ship": ["templates/*/*", "templates/*/*/*"]})

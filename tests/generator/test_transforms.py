@@ -50,7 +50,7 @@ def registered(cpp):
 @pytest.mark.parametrize("native, line, words", [
     # a misspelt key of an extension op: today's main built it without a word
     (MM + "  autocats: fp32\n", 4, ["unknown key 'autocats' in an entry of an extension op",
-                                    "(allowed: func, dispatch, view, autocast, vmap, variants, "
+                                    "(allowed: func, dispatch, view, autocast, vmap, fake, variants, "
                                     "use_const_ref_for_mutable_tensors)"]),
     (MM + "  frobnicate: 1\n", 4, ["unknown key 'frobnicate'"]),
     # an ATen op's keys are torchgen's

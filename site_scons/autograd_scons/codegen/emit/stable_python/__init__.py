@@ -4,7 +4,7 @@ no autograd), one module `<ns>_autograd.py` registers each op's Autograd
 kernel, fake kernel, autocast and vmap rules from the same
 native_functions.yaml and derivatives.yaml as the C++ target, with the
 formulas translated to Python (codegen/formula/).  The module needs torch
-and the run-time support copied beside it (templates/stable_python/runtime.py),
+and the run-time support copied beside it (templates/stable_python/runtime.pyt),
 never autograd_scons.
 
 - ops.py: one op's Function (forward, setup_context saving only what the
@@ -12,7 +12,8 @@ never autograd_scons.
 - transforms.py: its `fake:`, `autocast:` and `vmap:` registrations.
 
 Like every emitter it reads the model alone and fills templates; the fixed
-Python is in codegen/templates/stable_python/.
+Python is in codegen/templates/stable_python/ (`.pyt`: Python with holes,
+not modules of the package).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def render_module(units: Sequence[KernelUnit], namespace: str, functions: Mappin
                          helpers=helper_names if helpers_module else (), helper_prefix=f"{HELPERS}.")
     ops = [line for u in units for line in render_op(u, python)]
     helper_import = [f"import {helpers_module} as {HELPERS}"] if helpers_module else []
-    text = load("stable_python/module.py").substitute(
+    text = load("stable_python/module.pyt").substitute(
         banner=BANNER, namespace=namespace, runtime=RUNTIME, helpers=helper_import, ops=ops)
     return {f"{module_name(namespace)}.py": text,
-            f"{RUNTIME}.py": load("stable_python/runtime.py").text}
+            f"{RUNTIME}.py": load("stable_python/runtime.pyt").text}

@@ -1,4 +1,4 @@
-"""One op of a stable-ABI extension as Python (templates/stable_python/op.py):
+"""One op of a stable-ABI extension as Python (templates/stable_python/op.pyt):
 its single-level autograd Function and the Autograd kernel that applies it.
 
 - setup_context saves what the backward formulas read, each value only when
@@ -49,9 +49,9 @@ def render_op(unit: KernelUnit, translate: Callable) -> list[str]:
                   signature=signature(fs, where), transforms=transform_lines(unit, names, where))
     info = unit.info
     if info is None or not info.op:
-        return load("stable_python/op_no_formula.py").lines(common)
+        return load("stable_python/op_no_formula.pyt").lines(common)
     o = _Op(unit, info, translate)
-    return load("stable_python/op.py").lines(
+    return load("stable_python/op.pyt").lines(
         common, where=f"{info.file}:{info.line}" if info.file else "-",
         positional=tuple_of(n for n in names if n not in kw),
         setup=o.setup(), backward=o.backward(), tangents=", ".join(f"{n}_t" for n in names), jvp=o.jvp())

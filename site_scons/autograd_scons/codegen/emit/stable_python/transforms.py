@@ -1,5 +1,5 @@
 """An op's fake kernel, autocast and vmap rules in the stable target's
-Python module (templates/stable_python/{fake,fake_python,autocast,vmap}.py),
+Python module (templates/stable_python/{fake,fake_python,autocast,vmap}.pyt),
 with the policies and rule kinds of the C++ target (emit/autocast.py,
 emit/vmap.py), registered through torch.library:
 
@@ -75,7 +75,7 @@ def transform_lines(unit: KernelUnit, names: list[str], where) -> list[str]:
         r = f.autocast.redispatch
         with_dtype = f"torch.ops.{f.namespace}.{fs.name.name}.{r.overload}" if r is not None else "None"
         for device, policy in f.autocast.policies:
-            out += load("stable_python/autocast.py").lines(
+            out += load("stable_python/autocast.pyt").lines(
                 common, device=device.lower(), policy=policy, dtype_arg=dtype_arg if policy == FP32_SET_OPT_DTYPE
                 else "None", with_dtype=with_dtype if policy == FP32_APPEND_DTYPE else "None")
     v = f.vmap
@@ -85,7 +85,7 @@ def transform_lines(unit: KernelUnit, names: list[str], where) -> list[str]:
                             f"register (the stable ABI has no functorch): use 'pointwise' or 'leading_dims'",
                             f.file, v.line, str(fs))
         n = len(fs.returns)
-        out += load("stable_python/vmap.py").lines(common, rule=f"_rt.{v.kind}_rule(_{unit.stem}_op, {n})")
+        out += load("stable_python/vmap.pyt").lines(common, rule=f"_rt.{v.kind}_rule(_{unit.stem}_op, {n})")
     return out
 
 
@@ -99,10 +99,10 @@ def _fake(unit: KernelUnit, common: dict, where) -> list[str]:
     if kind is None:
         return []
     if kind == FAKE_PYTHON:
-        return load("stable_python/fake_python.py").lines(common, function=fake.name)
+        return load("stable_python/fake_python.pyt").lines(common, function=fake.name)
     if kind == FAKE_LIKE:
         value = f"_rt.like({fake.name}, {n})"
     else:
         tensors = [a.name for a in fs.schema_order_arguments() if str(a.type) in ("Tensor", "Tensor?")]
         value = f"_rt.broadcast_like({tuple_of(tensors)}, {n})"
-    return load("stable_python/fake.py").lines(common, signature=signature(fs, where), value=value)
+    return load("stable_python/fake.pyt").lines(common, signature=signature(fs, where), value=value)

@@ -64,7 +64,9 @@ def apply(function, keyset, args, kwargs):
     # Nothing to record and no dual level: the op alone (what
     # register_autograd's kernel does too).
     with _C._AutoDispatchBelowAutograd():
-        return function.op.redispatch(keyset & _AFTER_AUTOGRAD, *args[:len(args) - len(kwargs)], **kwargs)
+        if kwargs:
+            return function.op.redispatch(keyset & _AFTER_AUTOGRAD, *args[:len(args) - len(kwargs)], **kwargs)
+        return function.op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
 
 
 def _refuse_forward_over_forward(function):
