@@ -213,7 +213,9 @@ LAYERS = [
                                        "autograd_scons.tool.closing_report"], ()),
     ("autograd_scons.jit*", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*",
                              "autograd_scons.report.document"], ("SCons",)),
-    ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", *_SHARED], ("SCons",)),
+    # (shipping reads a project's stable target as the generator does: model/stable.py)
+    ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.codegen.model.stable",
+                              *_SHARED], ("SCons",)),
     ("autograd_scons.torch_patch.patch_sconstruct", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*",
                                                      "autograd_scons.codegen*", "autograd_scons.tool.closing_report"], ()),
     ("autograd_scons.torch_patch*", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*", "autograd_scons.codegen*",
@@ -221,7 +223,8 @@ LAYERS = [
     # the PEP 517 backend, on shipping; a project's SConstruct API, on the build environment
     ("autograd_scons.build_meta", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.extension",
                                    *_SHARED], ("SCons",)),
-    ("autograd_scons.extension", ["autograd_scons", "autograd_scons.buildenv*", "autograd_scons.codegen*"], ()),
+    ("autograd_scons.extension", ["autograd_scons", "autograd_scons.buildenv*", "autograd_scons.codegen*",
+                                  "autograd_scons.ship.stable_project"], ()),   # (the project's one switch)
     ("autograd_scons.__main__", ["autograd_scons.codegen*", "autograd_scons.ship*", "autograd_scons.torch_patch*",
                                  "autograd_scons.report*"], ()),
     ("autograd_scons.site_tools.*", ["autograd_scons.tool*"], ()),
