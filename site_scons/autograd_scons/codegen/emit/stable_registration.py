@@ -60,10 +60,9 @@ def render_kernels_header(units: Sequence[KernelUnit], yaml_name: str) -> str:
         d = u.func.dispatch
         if d is None:
             continue
-        blocks += [f"// {u.op}: {', '.join(k for k, _ in d.kernels)}",  # (checked above)
-                   f"namespace {u.func.namespace}::native {{",
-                   *[stable_declaration(u, name) for name in d.names()],
-                   f"}}  // namespace {u.func.namespace}::native", ""]
+        blocks += load("stable_kernels_block.h").lines(  # (types checked above)
+            op=u.op, keys=", ".join(k for k, _ in d.kernels), ns=u.func.namespace,
+            declarations=[stable_declaration(u, name) for name in d.names()])
     return load("stable_kernels.h").substitute(yaml=yaml_name, blocks=blocks)
 
 
