@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 
 import SCons.Action
 import SCons.Errors
@@ -26,7 +27,7 @@ import SCons.Util
 from autograd_scons.codegen.engine.stable_update import library_module, update_stable
 from autograd_scons.codegen.errors import SpecError, os_error_line
 from autograd_scons.codegen.build_folder.lock import lock_folder, remove_made_folder
-from autograd_scons.tool import symbol_audit
+from autograd_scons.tool import closing_report, symbol_audit
 
 # What a stable library links besides the caller's own: the shims' library.
 # libtorch, libc10 and libtorch_python are left out (a stable library needs
@@ -64,6 +65,7 @@ def generate(env, outdir, request):
     request = dataclasses.replace(request, native_functions=nf, derivatives=d, tags=tags)
     dry = bool(SCons.Script.GetOption("no_exec")) or bool(SCons.Script.GetOption("clean"))
     made = False
+    started = time.perf_counter()
     try:
         if not dry:
             made = lock_folder(out.abspath, say=lambda m: print(f"scons: {m}", flush=True))
@@ -73,9 +75,9 @@ def generate(env, outdir, request):
             remove_made_folder(out.abspath)
         _fail(str(e) if isinstance(e, SpecError) else f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
     STABLE_FOLDERS[out.abspath] = (request.stable, result.python, tuple(result.support))
-    if result.rewritten and not dry:
-        print(f"scons: stable target (torch>={request.stable.version}): regenerated "
-              f"{', '.join(result.rewritten)} in {outdir}", flush=True)
+    if not SCons.Script.GetOption("clean"):   # the closing line and the JSON report (its TU kind: stable)
+        closing_report.REPORT.add(out, result.update_result(), env=env, specs=(nf, d, tags),
+                                  generate_s=time.perf_counter() - started, target=f"torch>={request.stable.version}")
     return result, out
 
 

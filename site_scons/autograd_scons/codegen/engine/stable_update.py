@@ -42,6 +42,23 @@ class StableResult:
     ops: list[str]                       # `ns::op.overload`, in yaml order
     rewritten: list[str] = field(default_factory=list)   # files whose bytes changed
     kernels: list = field(default_factory=list)          # (ns, kernel name) declared by dispatch:
+    # op -> Why its generated text changed (its Python section, or the schemas
+    # and declarations every op shares); the ops absent are unchanged
+    reasons: dict = field(default_factory=dict)
+    dry_run: bool = False
+
+    def update_result(self):
+        """This update as the incremental engine's Result, for the closing
+        report and the JSON build report (their units are the ops, kind
+        kernel; their one TU the registration, kind stable)."""
+        from ..tree import TUKind, TranslationUnit
+        from .incremental import Result
+        from .layout import Layout
+        from .units import Kind
+        return Result(self.out_dir, list(self.ops), {op: Kind.KERNEL for op in self.ops},
+                      [TranslationUnit(rel, TUKind.STABLE) for rel in self.sources], Layout(None, 0),
+                      regenerated=[op for op in self.ops if op in self.reasons], reasons=dict(self.reasons),
+                      parsed=True, dry_run=self.dry_run)
 
 
 def _python_autograd(request: FunctionsRequest, namespace: str) -> dict:
@@ -79,13 +96,49 @@ def update_stable(out_dir: str, request: FunctionsRequest, *, dry_run: bool = Fa
              **python}
     changed = {rel: text for rel, text in files.items()
                if not same_bytes(os.path.join(out_dir, rel), text.encode())}
+    reasons = _changed_ops(out_dir, [u.op for u in units], module, files, changed)   # (before writing)
     if changed and not dry_run:
         os.makedirs(os.path.join(out_dir, STABLE_FOLDER), exist_ok=True)
         write_files(out_dir, changed)
     kernels = [(u.func.namespace, name) for u in units if u.func.dispatch is not None
                for name in u.func.dispatch.names()]
+
     return StableResult(out_dir, [REGISTRATION_CPP], module, list(python)[1:], [u.op for u in units],
-                        sorted(changed), kernels)
+                        sorted(changed), kernels, reasons, dry_run)
+
+
+def _sections(text: str, ops: list) -> dict:
+    """op -> its part of the generated module: from the line `# <op>: ...`
+    that opens it to the next op's."""
+    starts = {f"# {op}: ": op for op in ops}
+    out, current = {}, None
+    for line in text.splitlines(keepends=True):
+        opened = next((op for head, op in starts.items() if line.startswith(head)), None)
+        current = opened or current
+        if current is not None:
+            out[current] = out.get(current, "") + line
+    return out
+
+
+def _changed_ops(out_dir: str, ops: list, module: str, files: dict, changed: dict) -> dict:
+    """op -> Why (reasons.py) for each op whose generated text this update
+    changes: all of them when the schemas or declarations did (or on the
+    first update), else those whose section of the Python module did."""
+    from .reasons import Reason, Why
+    if not changed:
+        return {}
+    if KERNELS_H in changed or REGISTRATION_CPP in changed:
+        first = not os.path.exists(os.path.join(out_dir, REGISTRATION_CPP))
+        return {op: Why(Reason.NO_MANIFEST if first else Reason.NATIVE) for op in ops}
+    if module not in changed:
+        return {}
+    try:
+        with open(os.path.join(out_dir, module), encoding="utf-8") as f:
+            old = _sections(f.read(), ops)
+    except OSError:
+        old = {}
+    new = _sections(files[module], ops)
+    return {op: Why(Reason.ENTRY) for op in ops if old.get(op) != new.get(op)}
 
 
 def library_module(library_file: str, autograd_text: str, target: Optional[str] = None) -> str:
