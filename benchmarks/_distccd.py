@@ -1,4 +1,4 @@
-"""A distcc daemon on the loopback address, for tests/scons/test_launcher.py and
+"""A distcc daemon on the loopback address, for tests/buildenv/test_launcher.py and
 benchmarks/bench_distcc.py (not a benchmark itself).
 
     with loopback_distccd(jobs=4) as d:

@@ -79,7 +79,7 @@ class Scenario:
     label: str
     edit: tuple = ()            # () | ("formulas", schemas) | ("schema",) | ("header",) | ("remove",) | ("add",)
     expect: tuple | None = None  # (Functions regenerated, removed, objects recompiled); None: all (cold).
-    #                              Objects None: what the layout decides (codegen/engine/layout.py: edit TUs,
+    #                              Objects None: what the layout decides (codegen/engine/buckets.py: edit TUs,
     #                              and buckets whose file is rewritten), checked against the compiler's log
     sides: tuple = EDIT_SIDES
     specs: str = "torch"        # "torch" or "example" (specs/, SPECS=example)

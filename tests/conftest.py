@@ -13,14 +13,14 @@ Tiers (markers):
             of test_load.py), a random hunt
             (test_load_random.py), or loads the machine for long (the full
             disk of test_load_trust.py), or is one of the slowest stand-in
-            builds, whose kind the fast tier keeps a test of (FULL_TIER
-            below: the fast tier stays under a minute on 2 cores).
+            builds, whose kind the fast tier keeps a test of (marked on
+            the test: the fast tier stays under a minute on 2 cores).
             `python -m pytest -q -m "not compile"` is the fast tier;
             `python -m pytest -q` runs everything.
   slow      slow for another reason (large subprocess runs); still in the
             fast tier unless also `compile`, deselect with -m "not slow".
   cuda      builds the example with nvcc against torch 2.14.1 (a CUDA build) in
-            a second venv (tests/nvcc/test_cuda_tier.py; also `compile`): `-m cuda`
+            a second venv (tests/cuda/test_cuda_tier.py; also `compile`): `-m cuda`
             runs this tier alone; it skips, saying how to get them, without
             that venv or nvcc.
 """
@@ -77,104 +77,29 @@ TORCHGEN_REFERENCE = {"test_infos_match_torchgen", "test_foreach_infos", "test_e
                       "test_python_bindings_specs"}
 
 
+def _named_modules_exist(names) -> None:
+    """A name here that no test module has fails every run (a renamed module
+    would silently leave its group)."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    found = {os.path.splitext(n)[0] for _, _, files in os.walk(tests) for n in files if n.startswith("test_")}
+    missing = sorted(set(names) - found)
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py names test modules that do not exist: {', '.join(missing)}")
+
+
+_named_modules_exist(TORCHGEN_REFERENCE)
+
+
 def _group(item) -> str:
     module = item.module.__name__ if item.module else item.nodeid
     return "torchgen_reference" if module.rpartition(".")[2] in TORCHGEN_REFERENCE else module
 
 
-# The slowest tests that compile nothing (about a second and more of a
-# loaded worker's time each), run in the full tier only; the fast tier keeps
-# one test of each kind beside them: an edit through load() (test_load.py's
-# formula edit; four processes at once, one building), a swapped library
-# (test_load_trust.py), the scons kills and a killed build undone
-# (test_interrupted_builds.py), a failed wheel build and another torch
-# (test_ship.py), a damaged shared prelude, a merged wheel, the launcher's
-# cache hits, an edit's compiles through scons (test_scons_incremental.py),
-# torchgen's reference.  Module file -> test names, or a test's id with
-# its parameters for that case alone.
-FULL_TIER = {
-    "tests/python/test_load_trust.py": {"test_umask_000_still_makes_private_folders_and_files",
-                                        "test_a_build_killed_after_the_edit_compiled_then_undone_loads_the_undone_source",
-                                        "test_a_read_only_install_builds_and_loads",
-                                        "test_two_extensions_and_two_folders_at_once",
-                                        "test_a_damaged_stamp_is_a_rebuild",
-                                        "test_each_build_folder_keeps_its_own_database",
-                                        "test_another_user_cannot_write_the_cache"},
-    "tests/scons/test_interrupted_builds.py": {"test_an_editable_rebuild_interrupted_then_undone_gives_the_undone_library",
-                                               "test_an_editable_import_never_trusts_a_library_changed_behind_its_back"},
-    "tests/python/test_load.py": {"test_a_failed_load_shows_no_internal_frames",
-                                  "test_a_second_process_compiles_nothing_and_says_nothing",
-                                  "test_a_killed_builder_never_blocks_nor_poisons_the_next_load",
-                                  "test_the_prelude_is_precompiled_only_where_it_pays",
-                                  "test_load_inline_from_strings",
-                                  "test_autograd_launcher_goes_before_every_compile_not_the_link",
-                                  "test_a_failed_compile_raises_its_first_error_and_the_log",
-                                  "test_a_quiet_build_prints_one_line_per_stage",
-                                  "test_the_timeout_names_the_folder_and_the_holder"},
-    "tests/generator/test_hostile_inputs.py": {"test_a_cpu_torch_is_described_from_its_files_as_its_import_describes_it"},
-    "tests/generator/test_compile_torch_specs.py": {"test_buckets_cover_every_function_once",
-                                                    "test_per_op_tu_includes_only_its_header_and_prelude"},
-    "tests/scons/test_merge_wheels.py": {"test_the_loader_picks_the_running_torchs_minor_and_build",
-                                         "test_the_default_tag_is_the_one_auditwheel_reports_and_a_library_it_"
-                                         "cannot_read_is_one_error",
-                                         "test_no_variant_for_the_running_torch_is_a_one_line_import_error"},
-    "tests/scons/test_launcher.py": {"test_switching_the_launcher_on_and_off_recompiles_nothing"},
-    # (a test id with its parameters names that case alone: the fast tier keeps the others)
-    "tests/scons/test_scons_incremental.py": {"test_edit_recompiles_exactly_the_regenerated_functions[renumbering]",
-                                              "test_edit_recompiles_exactly_the_regenerated_functions[entry removed]",
-                                              "test_edit_recompiles_exactly_the_regenerated_functions"
-                                              "[formula saves more]"},
-    "tests/generator/test_emit_classes.py": {"test_definitions_compute_what_torchgens_compute"},
-    "tests/scons/test_backend_inputs.py": {"test_without_packaging_the_version_must_be_pep_440_canonical"},
-    "tests/scons/test_ship.py": {"test_an_unchanged_editable_import_runs_no_scons",
-                                 "test_the_wheel_holds_the_package_and_its_library_only",
-                                 "test_the_cpu_build_says_in_one_line_that_no_cuda_kernel_is_built",
-                                 "test_a_second_wheel_of_the_unchanged_project_compiles_nothing",
-                                 "test_a_wheel_built_from_the_sdist_has_the_same_files",
-                                 "test_a_failed_editable_rebuild_is_an_import_error_with_the_first_error",
-                                 "test_config_settings_reach_scons_and_python_0_is_a_py3_none_wheel",
-                                 "test_two_copies_of_the_project_give_the_same_wheel_bytes",
-                                 "test_an_edited_formula_is_rebuilt_on_the_next_import",
-                                 "test_an_edited_kernel_source_is_rebuilt_on_the_next_import"},
-    "tests/incremental/test_emit_output.py": {"test_generation_is_byte_identical_in_any_folder",
-                                              "test_editing_one_entry_rewrites_only_its_functions"},
-    "tests/generator/test_foreach_infos.py": {"test_derived_foreach_infos_match_torchgen"},
-    "tests/scons/test_shared_prelude.py": {"test_two_extensions_share_one_prelude_and_a_flag_change_makes_another",
-                                           "test_a_home_that_cannot_be_written_keeps_the_prelude_in_the_build_folder",
-                                           "test_load_takes_the_prelude_in_a_cold_build_under_clang_only",
-                                           "test_clean_keeps_the_shared_prelude"},
-    "tests/scons/test_build_failures.py": {"test_two_builds_of_one_tree_never_interleave",
-                                           "test_edit_rules_an_edited_function_compiles_in_its_edit_tu_only",
-                                           "test_jobs_default_to_the_cpu_count_and_an_explicit_j_wins",
-                                           "test_report_counts_objects_in_a_build_folder_outside_the_checkout"},
-    "tests/nvcc/test_cuda_build.py": {"test_the_launcher_goes_before_nvcc_out_of_the_signature",
-                                      "test_an_edited_header_recompiles_the_cu_that_includes_it",
-                                      "test_an_arch_change_recompiles_the_cuda_objects_only"},
-    "tests/incremental/test_native_cache.py": {"test_the_records_round_trip_torch_specs"},
-    "tests/scons/test_pch_policy.py": {"test_scons_pch_auto_is_loads_auto"},
-    "tests/python/test_one_package.py": {"test_an_scons_build_holds_each_module_under_one_name"},
-    # the build report (issue 55): the fast tier keeps a cold build's, a second checkout's through the
-    # CacheDir, the gate on a planted miss, a build stopped while reading, and bench's refusal
-    "tests/scons/test_build_report.py": {"test_a_launcher_cache_reports_its_hits_from_its_statistics",
-                                         "test_a_formula_edit_reports_the_reason_the_english_report_gives",
-                                         "test_a_failed_compile_reports_the_objects_failed_and_not_built",
-                                         "test_a_killed_build_leaves_no_report_not_even_the_last_ones"},
-    "tests/scons/test_backend_report.py": {"test_the_backend_writes_the_report_its_config_settings_ask_for"},
-    "tests/python/test_load_report.py": {"test_load_reports_its_build_and_a_load_that_ran_none"},
-    "tests/torch_patch/test_patch_report.py": {"test_patch_torch_reports_the_edited_function_and_then_no_build"},
-    "tests/bench/test_bench_command.py": {"test_bench_of_the_example_counts_each_scenario_and_changes_nothing",
-                                         "test_bench_of_a_new_project", "test_bench_of_a_load_script"},
-}
-
-
 def pytest_itemcollected(item):
     """Each test's pytest-xdist group (`--dist loadgroup`, setup.cfg): its
-    module, or the group of modules that share one costly reference; and
-    the full tier's mark on FULL_TIER's tests."""
+    module, or the group of modules that share one costly reference.  (The
+    tier is each test's own mark, `@pytest.mark.compile`.)"""
     item.add_marker(pytest.mark.xdist_group(_group(item)))
-    module = os.path.relpath(str(item.path), REPO).replace(os.sep, "/")
-    if {getattr(item, "originalname", item.name), item.name} & FULL_TIER.get(module, set()):
-        item.add_marker(pytest.mark.compile)
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselected what does not run

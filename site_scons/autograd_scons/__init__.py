@@ -34,14 +34,10 @@ import from here, with a DeprecationWarning naming their new place
 (moved_names.py).
 """
 
-import os
-
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
+from autograd_scons.tool.toolpath import TOOLPATH
 
 __all__ = ["Error", "LoadError", "PatchNotInEffect", "TOOLPATH", "load", "load_inline", "patched_functions"]
-
-# The folder holding the SCons tools (autograd_functions.py, ...): pass it as toolpath.
-TOOLPATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_tools")
 
 
 def __getattr__(name):
@@ -51,8 +47,8 @@ def __getattr__(name):
         from autograd_scons.jit import loader
         return getattr(loader, name)
     if name in ("patched_functions", "PatchNotInEffect"):
-        from autograd_scons.torch_patch import run
-        return getattr(run, name)
+        from autograd_scons.torch_patch import preload
+        return getattr(preload, name)
     if not name.startswith("_"):
         import autograd_scons.moved_names as moved
         if name in moved.MOVED:

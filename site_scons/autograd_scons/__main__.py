@@ -18,10 +18,13 @@ details.  Each command imports what it runs when it runs.
 import argparse
 import sys
 
+from autograd_scons.base.errors import SpecError, os_error_line
 from autograd_scons.codegen import cli
 from autograd_scons.torch_patch import commands as patch_commands
 from autograd_scons.ship import merge, new
-from autograd_scons.report import bench, gate
+from autograd_scons.tool import weaken
+from autograd_scons.bench import command as bench
+from autograd_scons.build_report import gate
 
 
 def main(argv=None) -> int:
@@ -30,6 +33,7 @@ def main(argv=None) -> int:
                                                  "built incrementally by SCons.")
     sub = parser.add_subparsers(dest="command", required=True)
     cli.add_commands(sub)
+    weaken.add_command(sub)
     new.add_command(sub)
     merge.add_command(sub)
     patch_commands.add_commands(sub)
@@ -40,7 +44,24 @@ def main(argv=None) -> int:
         if not hasattr(args, "arguments"):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.arguments = list(args.arguments) + extra
-    return cli.run(args)
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command; its errors as one line and an exit code."""
+    try:
+        return args.run(args)
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {os_error_line(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
 
 
 if __name__ == "__main__":

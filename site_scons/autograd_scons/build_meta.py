@@ -172,7 +172,7 @@ def _build_library(project=".", config_settings=None):
     request = _project_build(project, config_settings)
     build = request.build
     version = _check_torch(data, request.folder)
-    from autograd_scons.codegen.build_folder.lock import BuildLock
+    from autograd_scons.base.lock import BuildLock
     folder = os.path.abspath(request.folder)  # named in a failure: absolute
     with BuildLock(folder, label="autograd_scons") as lock:  # the lock an editable import's rebuild takes
         build_project(request, os.path.join(folder, "build.log"), lock)

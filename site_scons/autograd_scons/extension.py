@@ -22,7 +22,7 @@ import os
 
 import SCons.Script as S
 
-from autograd_scons import TOOLPATH
+from autograd_scons.tool.toolpath import TOOLPATH
 
 __all__ = ["Environment", "Package"]  # (docs/shipping.md)
 
@@ -137,10 +137,10 @@ def _record_inputs(env, library, files):
     """What the editable install's up-to-date check stats (load()'s
     stamp): the library's inputs, `files` and the SConstruct, and the
     generator's and this package's modules."""
-    from autograd_scons.buildenv import build_stamp
+    from autograd_scons.buildenv import up_to_date
     extra = [env.File(p).srcnode().abspath for p in files] + [env.File("#SConstruct").abspath]
-    build_stamp.record_inputs(library, os.path.join(env["BUILD"], build_stamp.INPUTS), extra=extra,
-                             code_roots=build_stamp.tool_code_roots())
+    up_to_date.record_inputs(library, os.path.join(env["BUILD"], up_to_date.INPUTS), extra=extra,
+                             code_roots=up_to_date.tool_code_roots())
 
 
 def _write_if_changed(path, data):

@@ -7,7 +7,7 @@ gives `autograd_scons.buildenv.torch_flags` and `...verified_cache`, the
 modules themselves, with one DeprecationWarning per old name and process
 naming the new place.  The package's `__getattr__` asks here, so nothing is
 imported until an old name is used, and no second name for a module enters
-`sys.modules` (tests/python/test_one_package.py).  `import
+`sys.modules` (tests/package/test_one_package.py).  `import
 autograd_scons.torch_flags` (a submodule import) is not served: the earlier
 docs never wrote it.
 
@@ -35,10 +35,10 @@ MOVED = {
     "torch_flags": ("buildenv.torch_flags",),
     "verified_cache": ("buildenv.verified_cache",),
     "cuda_flags": ("buildenv.cuda_flags",),
-    "autograd_stamp": ("tool.library_stamp",),
+    "autograd_stamp": ("tool.library_noop",),
     "extension_env": ("buildenv.environment",),
-    "folder_lock": ("codegen.build_folder.lock",),
-    "scons_run": ("buildenv.runner", "buildenv.build_stamp"),
+    "folder_lock": ("base.lock",),
+    "scons_run": ("buildenv.runner", "buildenv.up_to_date"),
     "jit_load": ("jit.loader",),
 }
 

@@ -1,4 +1,4 @@
-"""`python -m autograd_scons bench` (report/bench.py) on the example (a
+"""`python -m autograd_scons bench` (bench/command.py) on the example (a
 clone of this checkout, SConstruct), on a project of `new`, and on a
 script calling load(): the scenarios' counts from their build reports,
 the JSON and Markdown written (and appended to $GITHUB_STEP_SUMMARY), a
@@ -18,7 +18,7 @@ from support import ship_helpers as ship
 from support.load_helpers import SPECS
 from support.scons_helpers import FAKE_CXX, clone, snapshot
 
-from autograd_scons.report import document
+from autograd_scons.build_report import document
 
 # The example at UNITY=2 PCH=0: two buckets, the bindings, the digest, kernels.cpp.
 EXAMPLE_ARGS = ("UNITY=2", "PCH=0", f"CXX={FAKE_CXX}")
@@ -56,6 +56,7 @@ def unit_states(out, scenario):
     return {u["name"]: (u["state"], u["reason"]) for u in doc["folders"][0]["units"]}
 
 
+@pytest.mark.compile
 def test_bench_of_the_example_counts_each_scenario_and_changes_nothing(tmp_path):
     project = clone(tmp_path / "project", torch_facts=False)
     before = snapshot(project)
@@ -108,6 +109,7 @@ def test_bench_of_a_project_that_does_not_build_is_one_line(tmp_path):
         "with one, or a Python file that calls load())\n"
 
 
+@pytest.mark.compile
 def test_bench_of_a_new_project(tmp_path):
     path = ship.this_checkout(tmp_path)
     ship.new(tmp_path, "bench_ops", path)
@@ -122,6 +124,7 @@ def test_bench_of_a_new_project(tmp_path):
     assert by["remove"]["skipped"] == "derivatives.yaml has one entry (the generator refuses a file without any)"
 
 
+@pytest.mark.compile
 def test_bench_of_a_load_script(tmp_path):
     shutil.copytree(SPECS, tmp_path / "project" / "specs", ignore=shutil.ignore_patterns("python", "__pycache__"))
     (tmp_path / "project" / "build_ops.py").write_text(LOAD_SCRIPT)

@@ -87,7 +87,7 @@ def test_every_path_named_exists(page):
 PY_NAME = re.compile(r"(?<![\w./<>-])([\w-]+\.py)\b")
 EXTERNAL_PY = {
     "gen_autograd_functions.py",   # torchgen's, the reference
-    "gen_vmap_plumbing.py",        # torchgen's, the reference of the vmap plumbing (emit/vmap.py)
+    "gen_vmap_plumbing.py",        # torchgen's, the reference of the vmap plumbing (emit/op_kernels/vmap.py)
     "api.py",                      # enscons's, the backend compared with (docs/shipping.md)
     "_myops_editable.py",          # what the editable install writes into site-packages
     "train.py", "test_my_op.py",   # a user's programs, in examples of run-patched

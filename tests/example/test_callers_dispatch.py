@@ -1,6 +1,6 @@
 """The example's block_sum and block_sum_backward (specs/) call each other
 from their formulas through the generated callers (`myops::block_sum_backward`,
-`myops::block_sum`: codegen/emit/callers.py), so each call goes through the
+`myops::block_sum`: codegen/emit/op_kernels/callers.py), so each call goes through the
 dispatcher: a dispatch mode sees it, under fake tensors the Meta kernel
 serves it (the CPU kernel would read a fake tensor's data and fail), and
 double backward records the called op's own Function.  Their SymInt

@@ -3,8 +3,8 @@
 opcheck, torch.compile and forward AD (tests/example/test_extension_pt2.py
 and test_forward_ad.py, run in a pytest of their own against this build:
 one process loads one copy of the example).  So do the edit and
-override tests of tests/scons/test_scons_example.py built with clang, and
-the edit-count tests of tests/scons/test_scons_incremental.py with the
+override tests of tests/example/test_scons_example.py built with clang, and
+the edit-count tests of tests/tool/test_scons_incremental.py with the
 stand-in compiler named as clang (the precompiled prelude's rules differ
 by family).  .ci/run installs clang."""
 
@@ -53,10 +53,10 @@ EDIT_AND_OVERRIDE = ("second_build or editing_one_formula or edited_op_kernel or
 
 
 def test_the_edit_and_override_tests_pass_built_with_clang():
-    out = _pytest_child(["tests/scons/test_scons_example.py", "-k", EDIT_AND_OVERRIDE], AGF_TEST_CXX="clang++")
+    out = _pytest_child(["tests/example/test_scons_example.py", "-k", EDIT_AND_OVERRIDE], AGF_TEST_CXX="clang++")
     assert re.search(r"\b4 passed", out) and " failed" not in out and "skipped" not in out, out[-2000:]
 
 
 def test_the_edit_count_tests_pass_with_the_stand_in_named_clang():
-    out = _pytest_child(["tests/scons/test_scons_incremental.py", "-m", "not compile"], AGF_TEST_STANDIN="clang++")
+    out = _pytest_child(["tests/tool/test_scons_incremental.py", "-m", "not compile"], AGF_TEST_STANDIN="clang++")
     assert re.search(r"\d+ passed", out) and " failed" not in out, out[-2000:]

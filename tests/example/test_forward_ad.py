@@ -9,7 +9,7 @@ forward formula naming what does not exist (no compiler needed)."""
 
 import pytest
 
-from autograd_scons.codegen.errors import SpecError
+from autograd_scons.base.errors import SpecError
 from autograd_scons.codegen.engine.units import load_units
 from autograd_scons.codegen.emit.options import EmitOptions
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from autograd_scons.codegen.emit.options import EmitOptions
-from autograd_scons.codegen.emit.prelude_headers import render_preludes
+from autograd_scons.codegen.emit.functions.prelude_headers import render_preludes
 
 from support import example_build
 

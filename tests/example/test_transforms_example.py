@@ -5,7 +5,7 @@ in-place op, ops with several outputs, a view and a list of views written
 through), with no fallback warning; under CPU autocast, each policy as
 ATen's wrapper applies it, the gradients in the inputs' dtypes, the cache,
 torch.compile fullgraph=True giving eager's values and dtypes.  (Against
-ATen's own ops: tests/python/test_aten_differential.py.)"""
+ATen's own ops: tests/codegen/emit/op_kernels/test_aten_differential.py.)"""
 
 import warnings
 

@@ -1,4 +1,4 @@
-"""A stand-in for a broken server (tests/scons/test_distcc_hosts.py):
+"""A stand-in for a broken server (tests/buildenv/test_distcc_hosts.py):
 listens on ADDRESS PORT, accepts each connection and closes it at once,
 printing one line per connection.  Run by support/host_servers.accept_and_close
 in a test host; killed with it.

@@ -1,7 +1,7 @@
 """Compiling generated C++ against the installed torch's headers, TU by TU
-(tests/generator/test_compile_torch_specs.py: syntax checks and lone objects, no
+(tests/codegen/emit/functions/test_compile_torch_specs.py: syntax checks and lone objects, no
 extension).  Building an extension goes through torch.utils.cpp_extension
-(tests/python/test_engine_roundtrip.py).
+(tests/codegen/engine/test_engine_roundtrip.py).
 
 Not a test module.  Include paths come from `torch.utils.cpp_extension`;
 C++20 and torch's libstdc++ ABI as for a torch 2.13 extension.

@@ -1,6 +1,6 @@
 """Checks of the example extension's differentiable ops (specs/), run against
 the built library: `ops` is `torch.ops.myops` once it is loaded.  Used by
-tests/scons/test_scons_example.py (not a test module itself)."""
+tests/example/test_scons_example.py (not a test module itself)."""
 
 import pytest
 import torch

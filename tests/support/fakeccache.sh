@@ -1,6 +1,6 @@
 #!/bin/sh
 # A stand-in for ccache in front of the stand-in compiler (fakecxx.sh), for
-# the build report's launcher statistics (tests/scons/test_build_report.py):
+# the build report's launcher statistics (tests/build_report/test_build_report.py):
 # installed under the name `ccache` (the report recognises the launcher by
 # its name).  Its cache, in $CCACHE_DIR, is keyed by the command line and the
 # source's bytes (relative paths: two checkouts share entries); a hit copies

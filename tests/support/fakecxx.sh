@@ -9,11 +9,11 @@
 # missing input fails like the real compiler would.  An object (`-c`) is that
 # digest wrapped in a real relocatable ELF object (`ld -r -b binary`: a few
 # milliseconds), so that what the tool does to objects (weakening a bucket's
-# symbols with nm and objcopy, codegen/build_folder/weaken.py) runs for real on it.
+# symbols with nm and objcopy, site_scons/autograd_scons/tool/weaken.py) runs for real on it.
 #
 # A `-shared` link makes a real (empty) shared library holding the digest
 # (and the fingerprints of its objects' sources),
-# which torch.ops.load_library can dlopen (the tests of load(), tests/python/).  A file
+# which torch.ops.load_library can dlopen (the tests of load(), tests/jit/).  A file
 # `.fakecxx_stall` in the folder it runs in, holding `<compile|link>:<marker>`,
 # makes that step write half its output, create the marker file, and wait a
 # minute before finishing: a window for a test to kill the build in (a file

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 
 # Ours collect the common types through support.cpp's instantiations
-# (codegen/emit/support.py): `ca_collect<T>(args, x)` is `args.collect(x)`.
+# (codegen/emit/functions/support.py): `ca_collect<T>(args, x)` is `args.collect(x)`.
 _CA_COLLECT = re.compile(r"^ca_collect(?:_saved)?<.*>\(args, (.*)\);$")
 
 
@@ -117,7 +117,7 @@ def read_definitions(text: str, op: str) -> Definitions:
         aliases=tuple(x for x in body if re.fullmatch(r"const auto& \w+ = grads\[\d+\];", x)),
         guarded="bool any_grad_defined = any_variable_defined(grads);" in body,
         formulas=tuple(formulas), masks=tuple(masks), copies=tuple(copies),
-        # Ours start with the load check (codegen/emit/load_check.py), torchgen's do not.
+        # Ours start with the load check (codegen/emit/functions/load_check.py), torchgen's do not.
         collects=tuple(_CA_COLLECT.sub(r"args.collect(\1);", x)
                        for x in (y.strip() for y in _function_body(text, collect_at).splitlines())
                        if x and not x.startswith("::autograd_functions_load::")),
@@ -146,7 +146,7 @@ def our_op_infos():
 @functools.lru_cache(maxsize=None)
 def our_files(opts) -> dict:
     """Every file the generator writes for the real specs' op infos."""
-    from autograd_scons.codegen.emit.functions import render_op, render_shared
+    from autograd_scons.codegen.emit.functions.function_files import render_op, render_shared
     infos = list(our_op_infos())
     files: dict = {}
     for info in infos:

@@ -1,6 +1,6 @@
 """Builds interrupted at a chosen step with the stand-in compiler, and what
 they leave behind (not a test module): for test_load_random.py and
-tests/scons/test_interrupted_builds.py.
+tests/tool/test_interrupted_builds.py.
 
 - `stall_at(folder, step, marker)`: the stand-in (support/fakecxx.sh) run in
   `folder` (the folder SCons runs its commands in) stops at its next `step`

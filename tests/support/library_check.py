@@ -2,7 +2,7 @@
 out=, saved tensors released, no graph without requires_grad) on a library
 built in a clone, in a fresh interpreter (not a test module): for the tests
 whose builds go through launchers and other hosts
-(tests/scons/test_launcher.py, test_distcc_hosts.py, test_sccache_hosts.py).
+(tests/buildenv/test_launcher.py, test_distcc_hosts.py, test_sccache_hosts.py).
 
     check_example_library(clone_root, os.path.join(clone_root, "build/example/myops_ext.so"))
 """

@@ -192,9 +192,14 @@ def main(argv=None) -> int:
     p.add_argument("--ops", default="", help="comma-separated OpInfo full names (default: all)")
     p.add_argument("--compiled-every", type=int, default=0, help="compiled autograd on every K-th op (0: none)")
     p.add_argument("--shard", default="0/1", help="I/N: the I-th of N interleaved parts of the ops")
+    p.add_argument("--part", default="0/1", help="K/N: only the ops whose index is K modulo N (a CI run's "
+                                                   "share, support/proof_share.py), then sharded")
+    p.add_argument("--also", default="", help="comma-separated OpInfo names run whatever the part")
     p.add_argument("--forward-ad", action="store_true", help="also the outputs' tangents through dual tensors")
     args = p.parse_args(argv)
     shard, shards = map(int, args.shard.split("/"))
+    part, parts = map(int, args.part.split("/"))
+    also = set(filter(None, args.also.split(",")))
     warnings.simplefilter("ignore")
     import torch
     torch.set_num_threads(1)
@@ -205,10 +210,13 @@ def main(argv=None) -> int:
            and (not wanted or o.full_name in wanted)]
     import autograd_scons
     patched = sorted(autograd_scons.patched_functions())
+    # (the part picks by the op's index in the whole list, so that the parts
+    # of successive runs cover every op; the shards then split the part)
+    ops_in_part = [(n, op) for n, op in enumerate(ops) if n % parts == part or op.full_name in also]
     with open(args.out, "w") as f:
         f.write(json.dumps({"patched": patched, "torch": torch.__version__}) + "\n")
-        for n, op in enumerate(ops):
-            if n % shards != shard:
+        for i, (n, op) in enumerate(ops_in_part):
+            if i % shards != shard:
                 continue
             dtypes = [torch.float64] + ([torch.complex128] if torch.complex128 in op.supported_dtypes("cpu") else [])
             for dtype in dtypes:

@@ -1,11 +1,11 @@
 """The edit scenarios on the tiny extension (tests/fixtures/tiny_ext), as data,
-run at two levels: codegen.engine.incremental alone (tests/incremental/test_incremental.py) and
-`scons` with the stand-in compiler (tests/scons/test_scons_incremental.py).
+run at two levels: codegen.engine.incremental alone (tests/codegen/engine/test_incremental.py) and
+`scons` with the stand-in compiler (tests/tool/test_scons_incremental.py).
 
 Each scenario is a list of text substitutions in the two spec files and what
 must follow: which Functions are regenerated (their text changed), which are
 removed, the Functions after, and what compiles.  The compile rules
-(codegen/engine/layout.py) with the default layout, which for the tiny extension's
+(codegen/engine/buckets.py) with the default layout, which for the tiny extension's
 three Functions is one bucket, and two jobs (two edit TUs), at both levels
 with the override the SCons tool uses on Linux: an edited Function whose
 header did not change compiles in its edit TU and its bucket is not
@@ -13,12 +13,12 @@ recompiled (its old text there is overridden at link); one whose header
 changed compiles in its edit TU and its bucket recompiles once, without it;
 a removal recompiles its bucket; a new Function compiles in its edit TU.
 The Python bindings of the three Functions are one binding TU
-(codegen/emit/python_bindings.py): rewritten only when what a Function
+(codegen/emit/python_bindings/binding_units.py): rewritten only when what a Function
 saves (or its name, or the set of Functions) changes, recompiled then or when
 a Function header it includes changed; a formula edit that saves the same
 values recompiles no bindings.
 test_scons_example-level checks of the next edit (its edit TU only) are in
-tests/scons/test_build_failures.py.
+tests/tool/test_build_failures.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from autograd_scons.codegen.engine.layout import slot_of
+from autograd_scons.codegen.engine.buckets import slot_of
 from support.spec_facts import REPO
 
 TINY = os.path.join(REPO, "tests", "fixtures", "tiny_ext")
@@ -96,7 +96,7 @@ class Scenario:
     @property
     def linked(self) -> list[str]:
         """The objects on the link line: a bucket holding shadowed old text is
-        linked as its weakened copy (codegen/build_folder/weaken.py)."""
+        linked as its weakened copy (site_scons/autograd_scons/tool/weaken.py)."""
         bucket = "bucket_0.weak.os" if self.shadowed else "bucket_0.os"
         return sorted([bucket, "bindings_0.os", "cache_key.os"] +
                       [os.path.basename(t)[:-4] + ".os" for t in self.edit_tus])

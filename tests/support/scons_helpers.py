@@ -45,7 +45,7 @@ TINY_ARGS = ("-j2", f"CXX={_tiny_cxx()}", "EXAMPLE=tests/fixtures/tiny_ext")
 # (a checkout that ran .ci/run's linters has a .mypy_cache of about 40 MB)
 _SKIP = shutil.ignore_patterns(".git", ".pytest_cache", ".mypy_cache", ".ruff_cache", "*.egg-info", ".sconsign*",
                                "compile_commands.json", ".benchmarks")
-# build folders, at the top only: site_scons/ has buildenv/build_stamp.py and tool/builders.py
+# build folders, at the top only: site_scons/ has buildenv/up_to_date.py and tool/builders.py
 _BUILD_FOLDERS = shutil.ignore_patterns("build", "build-*", "build_*")
 
 

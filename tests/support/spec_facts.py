@@ -95,9 +95,9 @@ class ExampleOps:
         hand-written kernels.cpp, + with `python` the Functions' binding TUs,
         + the digest of the generated code, codegen/emit/cache_key.py); 0: one
         per unit."""
-        from autograd_scons.codegen.emit.python_bindings import sources
+        from autograd_scons.codegen.emit.python_bindings.binding_units import sources
         units = [f"bucket_{i}.os" for i in range(buckets)] if buckets else \
-            [f + ".os" for f in self.functions + self.kernels] + ["support.os"]   # (emit/support.py)
+            [f + ".os" for f in self.functions + self.kernels] + ["support.os"]   # (emit/functions/support.py)
         bindings = [os.path.basename(s)[:-len(".cpp")] + ".os" for s in sources(len(self.functions))] if python else []
         return sorted(units + ["kernels.os", "cache_key.os"] + bindings)
 

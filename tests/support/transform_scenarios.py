@@ -1,7 +1,7 @@
 """The differential suite's autocast and vmap scenarios (issue 53): each
 runs on an op of tests/fixtures/aten_mirror, declared with ATen's autocast
 policy and ATen's kind of batch rule, and on ATen's op, and
-tests/python/test_aten_differential.py compares the outcomes byte for byte
+tests/codegen/emit/op_kernels/test_aten_differential.py compares the outcomes byte for byte
 (values, dtypes, gradients, errors).  Each vmap case is also compared with
 a Python loop over the batch (`loop`).  (Not a test module: `autocast_pairs`
 and `vmap_pairs` list the cases, each a call with no argument.)"""

@@ -1,7 +1,7 @@
 """The differential suite's view scenarios (issue 45): each runs on a view op
 of tests/fixtures/aten_mirror and on ATen's op with the same schema and
 formula (`diagonal`, `transpose.int`, `unbind.int`), and every outcome is
-compared by tests/python/test_aten_differential.py: values, gradients,
+compared by tests/codegen/emit/op_kernels/test_aten_differential.py: values, gradients,
 tangents, grad_fn names, `_base`/`_is_view()`, versions, errors.  (Not a
 test module: `pairs(m)` lists (label, ours, ATen's), each a call with no
 argument.)"""

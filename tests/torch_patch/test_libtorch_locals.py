@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from autograd_scons.codegen.emit.libtorch_locals import render_locals
+from autograd_scons.codegen.emit.aten_kernels.locals_cpp import render_locals
 from autograd_scons.torch_patch import libtorch_locals as ll, reach_locals
 from autograd_scons.torch_patch.declarations import declared_only
 from autograd_scons.torch_patch.torch_library import read_facts

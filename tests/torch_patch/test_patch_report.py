@@ -12,7 +12,7 @@ import pytest
 from support.patch_helpers import compiled, edited_specs, environ, patch_torch
 from support.scons_helpers import FAKE_CXX
 
-from autograd_scons.report import document
+from autograd_scons.build_report import document
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="patching libtorch needs ELF (Linux)")
 
@@ -20,6 +20,7 @@ SIN = ("- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj()\n",
        "- name: sin(Tensor self) -> Tensor\n  self: grad * self.cos().conj() * 3\n")
 
 
+@pytest.mark.compile
 def test_patch_torch_reports_the_edited_function_and_then_no_build(tmp_path):
     env = environ(tmp_path, CXX=FAKE_CXX, AUTOGRAD_REPORT=str(tmp_path / "patch.json"))
     specs = edited_specs(tmp_path, SIN)

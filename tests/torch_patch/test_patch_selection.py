@@ -6,14 +6,14 @@ import os
 
 import pytest
 
-from autograd_scons.codegen.emit.functions import render_op
+from autograd_scons.codegen.emit.functions.function_files import render_op
 from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, EmitOptions, PatchTarget
-from autograd_scons.codegen.errors import SpecError
+from autograd_scons.base.errors import SpecError
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.engine.incremental import update
 from autograd_scons.codegen.engine.patch_selection import BOUND_LOCALLY, HIDDEN_HELPER, called, select
 from autograd_scons.codegen.tree import PATCH_REFERENCE, PATCH_SUMMARY
-from autograd_scons.codegen.engine.units import load_units
+from autograd_scons.codegen.engine.units import load_model, load_units
 
 # (each with a backend kernel: libtorch gives such an op an Autograd kernel)
 NATIVE = "".join(f"- func: {schema}\n  dispatch:\n    CPU: kernel_{i}\n" for i, schema in enumerate((
@@ -182,7 +182,8 @@ def kernel_target(specs, **kw):
 def chosen_with_kernels(specs, text, **kw):
     write, _, nf, out = specs
     path = write(text)
-    return select(load_units(nf, path, kernels=False), kernel_target(specs, **kw), out, (nf, path, None))
+    loaded = load_model(nf, path, kernels=False)
+    return select(loaded.units, kernel_target(specs, **kw), out, loaded)
 
 
 def test_kernels_replace_every_op_that_can_have_one_and_count_the_rest(specs):
@@ -241,3 +242,23 @@ def test_a_patch_tree_with_kernels_is_generated_whole(specs):
     assert kernels == sorted(["aten::sin", "aten::mul.Tensor", "aten::eq_.Scalar", "aten::angle"])
     assert result.kernels == [] and result.unchecked == {} and result.code_digest == ""
     assert os.path.isfile(os.path.join(out, "ops", "aten_sin.cpp"))
+
+
+def test_a_patch_with_kernels_parses_the_specs_once(specs, monkeypatch):
+    """The ATen kernels are chosen from the update's parsed specs: with
+    --kernels the edited specs are read and parsed once (the kernels'
+    selection parsed them a second time before)."""
+    import autograd_scons.codegen.parse.load_derivatives as ld
+    write, _, nf, out = specs
+    path = write(DERIVATIVES)
+    opts = EmitOptions(namespace=LIBTORCH_NAMESPACE, includes=("torch/csrc/autograd/FunctionsManual.h",),
+                       kernels=False, python=False,
+                       patch=kernel_target(specs, every=True, kernels=True, unusable_helpers=()))
+    update(out, FunctionsRequest(nf, path, None, opts, unity=0))   # (the reference's digests kept)
+    parsed = []
+    real = ld.load_specs
+    monkeypatch.setattr(ld, "load_specs", lambda *a, **k: parsed.append(a[1]) or real(*a, **k))
+    write(DERIVATIVES.replace("grad * self.cos().conj()", "grad * self.cos().conj() * 1"))
+    result = update(out, FunctionsRequest(nf, path, None, opts, unity=0))
+    assert "aten::sin" in result.units
+    assert parsed == [path]

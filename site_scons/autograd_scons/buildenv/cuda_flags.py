@@ -6,7 +6,7 @@ whether the CUDA kernels are built at all.
 nvcc tool's variables (site_tools/nvcc.py) or, for a CPU-only torch or
 `CUDA=0`, leaves the CUDA kernels out: it then defines
 `AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS` for every C++ TU, which the generated
-op registrations (codegen/emit/registration.py) read to leave out their
+op registrations (codegen/emit/op_kernels/registration.py) read to leave out their
 `dispatch: CUDA:` registrations, so that no kernel is left undefined.  A
 build that needs nvcc and cannot use it is one `CudaConfigError` line.
 """
@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
 from autograd_scons.buildenv import torch_flags
 
 WITHOUT_CUDA_DEFINE = "AUTOGRAD_EXT_WITHOUT_CUDA_KERNELS"

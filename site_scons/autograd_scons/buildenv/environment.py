@@ -21,7 +21,7 @@ import sys
 import SCons.Errors
 import SCons.Script as S
 
-from autograd_scons import TOOLPATH
+from autograd_scons.tool.toolpath import TOOLPATH
 from autograd_scons.buildenv import cuda_flags
 from autograd_scons.buildenv import launcher_reach
 from autograd_scons.buildenv import prelude_folders
@@ -118,7 +118,7 @@ def environment(vars, cuda):
         print(f"scons: warning: cannot make {shared}: the precompiled prelude is kept in the build "
               "folder (PRELUDE_DIR= shares it)", file=sys.stderr)
     from autograd_scons.codegen.emit.options import parse_python  # (importable once the tool is loaded)
-    from autograd_scons.codegen.errors import OptionError
+    from autograd_scons.base.errors import OptionError
     try:
         env["PYTHON"] = parse_python(env["PYTHON"])
     except OptionError as e:

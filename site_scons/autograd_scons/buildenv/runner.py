@@ -2,14 +2,14 @@
 from Python (`load()`, the PEP 517 backend, the editable install's rebuild
 on import).
 
-    from autograd_scons.buildenv import runner, build_stamp
-    from autograd_scons.codegen.build_folder.lock import BuildLock
+    from autograd_scons.buildenv import runner, up_to_date
+    from autograd_scons.base.lock import BuildLock
     with BuildLock(folder, label="load(myops)") as lock:
-        if not build_stamp.up_to_date(stamp_path, key):   # stat (digest if moved) of every input
-            build_stamp.clear_stamp(stamp_path)
+        if not up_to_date.up_to_date(stamp_path, key):   # stat (digest if moved) of every input
+            up_to_date.clear_stamp(stamp_path)
             result = runner.run_scons(sconstruct, folder, {"CXX": "g++"}, jobs=None,
                                       verbose=False, label="load(myops)", lock=lock)
-            build_stamp.write_stamp(stamp_path, key, result.inputs_path)
+            up_to_date.write_stamp(stamp_path, key, result.inputs_path)
     # result.compiled / result.linked: what ran; BuildError on failure
 
 `run_scons` runs SCons in a subprocess (in its own process group, killed
@@ -33,8 +33,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from autograd_scons.buildenv.build_stamp import INPUTS
-from autograd_scons.codegen.errors import Error
+from autograd_scons.buildenv.up_to_date import INPUTS
+from autograd_scons.base.errors import Error
 LOG = "build.log"
 # The folder holding this copy of the package (a checkout's site_scons/, or
 # site-packages): first on the build's sys.path, so that it runs this copy.
@@ -231,7 +231,7 @@ def run_scons(sconstruct: str, folder: str, variables: Optional[dict] = None, *,
     cmd = [sys.executable, "-c", _SCONS_MAIN, _PACKAGE_PARENT, "-f", os.path.abspath(sconstruct), f"-j{jobs}"]
     cmd += [f"{k}={v}" for k, v in (variables or {}).items()] + list(extra_args)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(environ or {}))
-    from autograd_scons.report import document  # (here: a no-op load(), which runs no build, imports little)
+    from autograd_scons.build_report import document  # (here: a no-op load(), which runs no build, imports little)
     env[document.ENTRY_VARIABLE] = entry
     if env.get(document.PATH_VARIABLE):
         env[document.PATH_VARIABLE] = document.requested(env)

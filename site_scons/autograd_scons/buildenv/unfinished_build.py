@@ -167,7 +167,7 @@ def begin(db_path: str, top: str, folder: str, say=print) -> None:
     database, then mark this one as unfinished until SCons has saved it."""
     import SCons.SConsign
 
-    from autograd_scons.codegen.build_folder.lock import lock_folder
+    from autograd_scons.base.lock import lock_folder
     # Another build of this folder may be running (its mark is not a dead
     # build's): wait for it, holding the folder until this process exits.
     lock_folder(folder, say=lambda m: say(f"scons: {m}"))

@@ -3,13 +3,13 @@ the autograd Functions (and an extension's op kernels and Python bindings)
 out, brought up to date incrementally.  Installed as
 `autograd_scons.codegen`, its one name (`import codegen` fails).
 
-May import: itself only.  No SCons, no torch (the specs are read as yaml;
+May import: itself and the base package (autograd_scons.base: the errors, the folder lock).  No SCons, no torch (the specs are read as yaml;
 torch's headers are the compiler's business), nothing of site_scons/: the
 SCons tool, the build environment, load() and shipping build on it, never
 the reverse.
 
 Its stages, each a folder importing only those before it (and the shared
-modules below them); tests/generator/test_import_cycles.py checks both
+modules below them); tests/lint/test_import_cycles.py checks both
 rules:
 
     model/         the torchgen-shaped model: schemas (schema.py, schema_parts.py),
@@ -19,17 +19,16 @@ rules:
                    load_derivatives with matching, saved_attributes, grad_usage),
                    the derived foreach infos, and libtorch's installed class
                    declarations (libtorch_classes)
-    emit/          emission: the model into C++ text, through templates/
+    emit/          emission: the model into text, through templates/, a folder for each
+                   thing emitted (functions/, op_kernels/, aten_kernels/, python_bindings/)
     engine/        the incremental engine: units and their keys, the manifest, the
                    compile layout and its files, the writer, the parse cache, the
-                   update itself (incremental.py), its report
-    build_folder/  below the engine and its users: the output folder's lock, and
-                   the checks of a library linked from it (kernel_check, weaken),
-                   which the tool, load(), shipping and patch-torch share
+                   update itself (incremental.py), its summary line
 
-Shared by every stage: errors.py (the error base and the located error)
-and tree.py (the names of the generated tree); cli.py is the commands of
-`python -m autograd_scons` that run the generator.
+Shared by every stage: tree.py (the names of the generated tree) and the
+base package's errors (site_scons/autograd_scons/base/errors.py: the error
+base and the located error); cli.py is the commands of `python -m
+autograd_scons` that run the generator.
 """
 
 if __name__ == "codegen":

@@ -1,9 +1,9 @@
 """The generator's commands of `python -m autograd_scons` (infos, generate,
-signatures, weaken): `add_commands` puts them on the tool's parser (autograd_scons's
-__main__.py), `run` runs the one parsed.
+signatures): `add_commands` puts them on the tool's parser (autograd_scons's
+__main__.py), which runs the one parsed and turns its errors into one line.
 
 Each command imports what it runs when it runs (the imports inside the
-`_cmd_*` functions): `--help` and `weaken` load no parser or emitter.
+`_cmd_*` functions): `--help` loads no parser or emitter.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from .errors import OptionError, SpecError, os_error_line
+from autograd_scons.base.errors import OptionError
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def _cmd_infos(args: argparse.Namespace) -> int:
 
 
 def _cmd_signatures(args: argparse.Namespace) -> int:
-    from .emit.signatures import kernel_signatures  # (on use: see the module's docstring)
+    from .emit.op_kernels.signatures import kernel_signatures  # (on use: see the module's docstring)
     from .parse.extension_ops import kernel_units
     from .parse.native_functions import load_tags, parse_native_functions
     from .parse.yaml_io import gc_paused, read_text
@@ -51,7 +51,7 @@ def _cmd_signatures(args: argparse.Namespace) -> int:
 
 
 def _unity(text: str):
-    from .engine.layout import parse_unity  # (on use: see the module's docstring)
+    from .engine.buckets import parse_unity  # (on use: see the module's docstring)
     try:
         return parse_unity(text)
     except OptionError as e:
@@ -61,10 +61,10 @@ def _unity(text: str):
 def _cmd_generate(args: argparse.Namespace) -> int:
     import time  # (this command's imports: see the module's docstring)
 
-    from .build_folder.lock import lock_folder, remove_made_folder
+    from autograd_scons.base.lock import lock_folder, remove_made_folder
     from .engine.functions_request import FunctionsRequest
     from .engine.incremental import update
-    from .engine.update_report import foreign_line, layout_line, report
+    from .engine.update_summary import foreign_line, layout_line, report
 
     try:
         request = FunctionsRequest.of(args.native_functions, args.derivatives, tags=args.tags,
@@ -135,40 +135,3 @@ def add_commands(sub) -> None:
     sig.add_argument("--stable", action="store_true",
                      help="the stable target's declarations (torch::stable::Tensor; docs/stable-abi.md)")
     sig.set_defaults(run=_cmd_signatures)
-
-    weak = sub.add_parser("weaken", help="copy a bucket's object with the symbols the edit TUs' "
-                                         "objects define made weak (ELF; nm and objcopy)")
-    weak.add_argument("bucket", metavar="BUCKET_OBJECT")
-    weak.add_argument("edits", nargs="+", metavar="EDIT_TU_OBJECT")
-    weak.add_argument("-o", "--output", required=True, metavar="OBJECT")
-    weak.add_argument("--nm", default="nm")
-    weak.add_argument("--objcopy", default="objcopy")
-    weak.set_defaults(run=_cmd_weaken)
-
-
-def _cmd_weaken(args: argparse.Namespace) -> int:
-    from .build_folder.weaken import WeakenError, weaken  # (on use: see the module's docstring)
-    try:
-        names = weaken(args.bucket, args.edits, args.output, nm=args.nm, objcopy=args.objcopy)
-    except WeakenError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(f"{args.output}: {len(names)} symbols of {args.bucket} made weak")
-    return 0
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run a parsed command; its errors as one line and an exit code."""
-    try:
-        return args.run(args)
-    except SpecError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"error: {os_error_line(e)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 1

@@ -3,15 +3,15 @@ banner its files start with, the hash seeds that place units in files, and
 which folders it owns.  Nothing else spells a path of the output folder.
 
     prelude.h, prelude_impl.h   shared headers (emit/prelude.py)
-    nlohmann/json.hpp           what torch's functorch headers include, for the vmap plumbing (emit/vmap.py)
-    load_check.h                the load-time clash check (emit/load_check.py)
-    support.cpp                 what those headers declare, compiled once (emit/support.py)
+    nlohmann/json.hpp           what torch's functorch headers include, for the vmap plumbing (emit/op_kernels/vmap.py)
+    load_check.h                the load-time clash check (emit/functions/load_check.py)
+    support.cpp                 what those headers declare, compiled once (emit/functions/support.py)
     cache_key.cpp               the digest of the generated code, for torch.compile's caches (emit/cache_key.py)
     Functions.h                 umbrella: every Function's header
     functions/<Op>.h, .cpp      one autograd Function
     ops/<ns>_<op>.h, .cpp       one op's caller, registration and Autograd kernel
-    unity/bucket_<i>.cpp        unity buckets; unity/edited_<j>.cpp: edit TUs (layout.py)
-    python/bindings.h, python/bindings_<k>.cpp   Python bindings (emit/python_bindings.py)
+    unity/bucket_<i>.cpp        unity buckets; unity/edited_<j>.cpp: edit TUs (buckets.py)
+    python/bindings.h, python/bindings_<k>.cpp   Python bindings (emit/python_bindings/binding_units.py)
     patch.json                  a patch of libtorch's Functions: what it patches and leaves out (patch_selection.py)
     .autograd_manifest, .autograd_native_cache, .autograd_lock   the generator's state
     .autograd_patch_reference   a patch's digests of torch's own Functions (patch_selection.py)
@@ -58,7 +58,7 @@ PATCH_SUMMARY = "patch.json"
 MANIFEST = ".autograd_manifest"
 PATCH_REFERENCE = ".autograd_patch_reference"
 NATIVE_CACHE = ".autograd_native_cache"
-LOCK = ".autograd_lock"
+from ..base.lock import LOCK  # noqa: E402,F401 (the output folder's lock file: base/lock.py owns its name)
 
 # Seeds of the name hashes that place a unit: its bucket, its edit TU, and
 # its Python binding shard.  Distinct, so that the members of one bucket

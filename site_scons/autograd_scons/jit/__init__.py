@@ -5,6 +5,6 @@ then loaded with torch.ops.load_library.
 May import: the build environment (runner, lock, folder checks, torch's
 flags), the generator; torch when called.  Not SCons, the SCons tool
 directly, nor shipping; sconstruct.py, an SConstruct that SCons runs, also
-reads the tool's closing report.  tests/generator/test_import_cycles.py
+reads the tool's closing report.  tests/lint/test_import_cycles.py
 checks this.
 """

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Optional, TypeVar
 
-from autograd_scons.codegen.errors import Error, OptionError
+from autograd_scons.base.errors import Error, OptionError
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 
 

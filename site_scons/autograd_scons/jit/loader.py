@@ -15,7 +15,7 @@ folder `$AUTOGRAD_EXTENSIONS_DIR` (else `~/.cache/autograd_extensions`)
 gen/'s objects, obj/<name>.so (SCons's link), `<name>.so` (the library
 loaded: a finished link renamed into place), build.log, the lock and the
 stamp.  One lock (lock.BuildLock) is held across the up-to-date
-check, generation, compile, link and load; the stamp (buildenv.build_stamp.up_to_date)
+check, generation, compile, link and load; the stamp (buildenv.up_to_date)
 lets an unchanged load() in a fresh process skip SCons altogether.
 
 The compiler is $CXX (default g++), $AUTOGRAD_LAUNCHER goes before it,
@@ -37,12 +37,12 @@ import shutil
 import time
 from typing import Optional
 
-from autograd_scons.buildenv import runner, build_stamp, torch_flags, unfinished_build
-from autograd_scons.codegen.errors import one_line_errors
-from autograd_scons.codegen.build_folder.lock import BuildLock, FolderError
+from autograd_scons.buildenv import runner, up_to_date, torch_flags, unfinished_build
+from autograd_scons.base.errors import one_line_errors
+from autograd_scons.base.lock import BuildLock, FolderError
 from autograd_scons.codegen.parse.native_functions import first_op_namespace
 from autograd_scons.buildenv.prelude_folders import extensions_root
-from autograd_scons.buildenv.private_folder import ensure as ensure_private
+from autograd_scons.base.private_folder import ensure as ensure_private
 from autograd_scons.buildenv.published import publish as _publish, write_if_changed as _write_if_changed
 from autograd_scons.jit.load_request import (LoadError, LoadOptions, LoadRequest, label as _label,
                                         with_options_signature, words as _words)
@@ -191,27 +191,27 @@ def _bring_up_to_date(name, folder, spec, inline, key, variables, jobs, verbose,
         ensure_private(os.path.dirname(path), folder, label)
         _write_if_changed(path, text)
     _write_if_changed(os.path.join(folder, SPEC), json.dumps(spec, indent=1, sort_keys=True))
-    if build_stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
+    if up_to_date.up_to_date(stamp_path, key) and os.path.isfile(library):
         _report_up_to_date(time.perf_counter() - started)
         return
-    if build_stamp.outputs_differ(stamp_path):
+    if up_to_date.outputs_differ(stamp_path):
         # The library is not the one this folder built: nothing in it is
         # taken on trust, SCons checks every target against its database.
         unfinished_build.distrust(os.path.join(folder, unfinished_build.DATABASE))
-    build_stamp.clear_stamp(stamp_path)
+    up_to_date.clear_stamp(stamp_path)
     launcher = os.environ.get("AUTOGRAD_LAUNCHER", "")
     result = runner.run_scons(_SCONSTRUCT, folder, dict(variables, LAUNCHER=launcher), jobs=jobs,
                                  verbose=verbose, label=label, lock=lock, entry="load")
     _publish(os.path.join(folder, "obj", f"{name}.so"), library)
     # obj/'s link too: a later key change that rebuilds nothing publishes it again
-    build_stamp.write_stamp(stamp_path, key, result.inputs_path,
+    up_to_date.write_stamp(stamp_path, key, result.inputs_path,
                       outputs=[library, os.path.join(folder, "obj", f"{name}.so")])
 
 
 def _report_up_to_date(seconds: float) -> None:
     """$AUTOGRAD_REPORT, when set, for a load() that ran no build (the
-    stamp vouched for it): status up_to_date (report/document.py)."""
-    from autograd_scons.report import document
+    stamp vouched for it): status up_to_date (build_report/document.py)."""
+    from autograd_scons.build_report import document
     report = document.requested()
     if report is not None:
         document.write_up_to_date(report, "load", seconds)
@@ -233,7 +233,7 @@ def _again(label, before, folder, key, stamp_path, timeout):
     same = False
     if folder == before.folder and key == before.key:
         with BuildLock(folder, timeout=timeout, label=label):
-            same = build_stamp.up_to_date(stamp_path, key) and _digests(stamp_path) == before.digests
+            same = up_to_date.up_to_date(stamp_path, key) and _digests(stamp_path) == before.digests
     if same:
         return before.namespace
     what = "its build folder" if folder != before.folder else \

@@ -9,10 +9,10 @@
 import json
 import os
 
-from autograd_scons.buildenv import environment, runner, build_stamp
-from autograd_scons.codegen.engine.update_report import report
+from autograd_scons.buildenv import environment, runner, up_to_date
+from autograd_scons.codegen.engine.update_summary import report
 from autograd_scons.jit.load_request import LoadRequest
-from autograd_scons.tool import closing_report as tool_report
+from autograd_scons.tool import closing_lines as tool_report
 
 DefaultEnvironment(tools=[])
 
@@ -45,11 +45,11 @@ if tool_report.REPORT.records:
     print(f"{runner.GENERATED_TAG}generated gen/: {report(tool_report.REPORT.records[-1].result)}",
           flush=True)
 lib = env.SharedLibrary(os.path.join("obj", request.name), objects, SHLIBPREFIX="")
-# The tool's and the generator's modules count as inputs (build_stamp.tool_code_roots).
+# The tool's and the generator's modules count as inputs (up_to_date.tool_code_roots).
 package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
-build_stamp.record_inputs(lib, build_stamp.INPUTS,
+up_to_date.record_inputs(lib, up_to_date.INPUTS,
                      extra=["load_spec.json", os.path.join(package, "jit", "sconstruct.py")]
                      + [p for p in (request.functions.native_functions, request.functions.derivatives,
                                     request.functions.tags) if p],
-                     code_roots=build_stamp.tool_code_roots())
+                     code_roots=up_to_date.tool_code_roots())
 Default(lib)

@@ -10,6 +10,6 @@ auditwheel (platform_tag.py).
 May import: the build environment (runner, lock, torch's flags), and the
 generator's errors and lock; torch when run (`new` reads its version).
 Not SCons, the tool or load().  The backend and the editable install share
-project.py; neither imports the other.  tests/generator/test_import_cycles.py
+project.py; neither imports the other.  tests/lint/test_import_cycles.py
 checks this.
 """

@@ -13,7 +13,7 @@ pasted into Python source) and calls `install()`.  `install` puts an
 the package from the project's folder, with the build folder's copy of the
 package (the library) also on its `__path__`.
 
-`rebuild` is the machinery `load()` uses (codegen.build_folder.lock, runner): the
+`rebuild` is the machinery `load()` uses (base.lock, runner): the
 stamp check first, which needs a stat per input and no SCons (a no-op
 import costs that: docs/shipping.md), then, under the build folder's OS
 lock, SCons.  A failed build raises ImportError with the first compiler
@@ -31,23 +31,23 @@ import sys
 def rebuild(project, build, args, label):
     """Bring `<project>/<build>` up to date; ImportError when the build
     fails.  Returns True when SCons ran."""
-    from autograd_scons.buildenv import runner, build_stamp
+    from autograd_scons.buildenv import runner, up_to_date
     from autograd_scons.ship.project import EDITABLE_STAMP, stamp_key
     folder = os.path.join(project, build)
     stamp_path = os.path.join(folder, EDITABLE_STAMP)
     key = stamp_key(args)
-    if build_stamp.up_to_date(stamp_path, key):
+    if up_to_date.up_to_date(stamp_path, key):
         return False
     from autograd_scons.buildenv.runner import BuildError
     from autograd_scons.ship.project import (ProjectBuild, build_project, distrust_a_changed_library,
                                              write_editable_stamp)
-    from autograd_scons.codegen.build_folder.lock import BuildLock
+    from autograd_scons.base.lock import BuildLock
     try:
         with BuildLock(folder, label=label) as lock:
-            if build_stamp.up_to_date(stamp_path, key):  # built meanwhile by whoever held the lock
+            if up_to_date.up_to_date(stamp_path, key):  # built meanwhile by whoever held the lock
                 return False
             distrust_a_changed_library(folder)
-            build_stamp.clear_stamp(stamp_path)
+            up_to_date.clear_stamp(stamp_path)
             print(f"{label}: rebuilding {folder} (log: {os.path.join(folder, runner.LOG)})", file=sys.stderr)
             build_project(ProjectBuild.from_args(project, build, args), os.path.join(folder, runner.LOG), lock,
                           quiet=True, label=label)

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import zipfile
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
 from autograd_scons.ship import platform_tag, torch_span, variant, wheel_files
 
 

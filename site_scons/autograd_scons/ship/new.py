@@ -111,7 +111,7 @@ def new(name, cuda=False, where=".", torch_spec=None, stable=None):
     bad name or an existing folder, before anything is written.  `stable`:
     the stable target's oldest torch ("2.10", True), None for the C++ target."""
     check_name(name)
-    from autograd_scons.codegen.errors import OptionError
+    from autograd_scons.base.errors import OptionError
     from autograd_scons.codegen.model.stable import StableTarget
     try:
         target = StableTarget.parse(stable)

@@ -19,7 +19,7 @@ import json
 import subprocess
 import sys
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
 
 # Libraries torch's wheels (and the nvidia-* wheels they require) provide.
 TORCH_LIBS = ("libtorch*.so*", "libc10*.so*", "libshm*.so*", "libcudart.so.*", "libgomp*.so*")

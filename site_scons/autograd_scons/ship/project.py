@@ -76,10 +76,10 @@ def write_editable_stamp(folder, args):
     library changed since (swapped, or overwritten by a killed build's
     linker) is not up to date, whatever the inputs say."""
     import json
-    from autograd_scons.buildenv import build_stamp
+    from autograd_scons.buildenv import up_to_date
     with open(os.path.join(folder, "wheel.json")) as f:   # extension.WHEEL_JSON, written by every build
         library = os.path.join(folder, json.load(f)["library"])
-    build_stamp.write_stamp(os.path.join(folder, EDITABLE_STAMP), stamp_key(args), os.path.join(folder, build_stamp.INPUTS),
+    up_to_date.write_stamp(os.path.join(folder, EDITABLE_STAMP), stamp_key(args), os.path.join(folder, up_to_date.INPUTS),
                       outputs=[library])
 
 
@@ -87,8 +87,8 @@ def distrust_a_changed_library(folder):
     """Before a rebuild: when the library is not the one the last build
     recorded, SCons checks every target against its database (the records
     of a build may not vouch for files changed behind its back)."""
-    from autograd_scons.buildenv import build_stamp, unfinished_build
-    if build_stamp.outputs_differ(os.path.join(folder, EDITABLE_STAMP)):
+    from autograd_scons.buildenv import up_to_date, unfinished_build
+    if up_to_date.outputs_differ(os.path.join(folder, EDITABLE_STAMP)):
         unfinished_build.distrust(os.path.join(folder, unfinished_build.DATABASE))
 
 

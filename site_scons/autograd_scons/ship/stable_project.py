@@ -17,7 +17,7 @@ and `pip install .` build the same thing.  A stable wheel:
 import os
 from typing import Optional
 
-from autograd_scons.codegen.errors import OptionError
+from autograd_scons.base.errors import OptionError
 from autograd_scons.codegen.model.stable import StableTarget
 
 TABLE = "autograd-scons"

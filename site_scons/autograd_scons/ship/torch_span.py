@@ -14,7 +14,7 @@ merged wheel requires exactly the minors it carries (`requires_for`).
 
 import re
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
 
 # The clauses this module reads itself: what `new`, build_meta and the
 # merge write, and what an author most likely writes by hand.

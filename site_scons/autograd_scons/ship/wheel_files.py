@@ -15,7 +15,7 @@ import tarfile
 import time
 import zipfile
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 

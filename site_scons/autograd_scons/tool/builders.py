@@ -3,7 +3,7 @@
 Thin glue over `codegen.engine.incremental`.  Generation happens while the
 SConscripts are read (write-if-changed, manifest fast path), and the
 generated translation units (unity buckets, and the units compiled on their
-own: see codegen/engine/layout.py) are returned as plain source nodes: SCons then
+own: see codegen/engine/buckets.py) are returned as plain source nodes: SCons then
 treats them like any other source, so a no-op build costs what the same
 files would cost checked in, and only TUs whose bytes (or included files)
 changed recompile.  Headers are found by SCons's C scanner through `outdir`
@@ -18,7 +18,7 @@ builds of one tree never interleave.
 
 `python=True` (default) also generates the Functions' Python bindings
 (`python/bindings_<k>.cpp`, among the returned TUs: typed `grad_fn`,
-`_saved_*` properties; codegen/emit/python_bindings.py), which need
+`_saved_*` properties; codegen/emit/python_bindings/binding_units.py), which need
 `libtorch_python`; `python=False` generates none, for a library used from
 C++ alone.  `unity='auto'` (default) picks the bucket count from the number of units
 and `-j`; `unity=N` pins it, `unity=0` compiles one TU per unit.  The TUs
@@ -26,7 +26,7 @@ come in link order.  While an edited unit overrides its old text in a
 bucket (`AUTOGRAD_OVERRIDE`, on where objcopy and nm work on ELF objects),
 the call returns object nodes for the edit TUs and, for each bucket holding
 old text, a copy of its object with exactly the symbols the edit TUs define
-made weak (codegen/build_folder/weaken.py): any environment can link them, and every
+made weak (site_scons/autograd_scons/tool/weaken.py): any environment can link them, and every
 other duplicate symbol still fails the link.  `pch=` (False by default;
 True, "auto") is the precompiled prelude's policy, the same at every entry
 point (codegen/engine/functions_request.py, Pch): the TUs that take the prelude (GCC's or
@@ -59,29 +59,29 @@ from autograd_scons.tool import launcher
 from autograd_scons.tool import override
 from autograd_scons.tool import pch
 from autograd_scons.tool import build_digest
-from autograd_scons.tool import closing_report
-from autograd_scons.tool import build_report
-from autograd_scons.tool import library_stamp
+from autograd_scons.tool import closing_lines
+from autograd_scons.tool import json_report
+from autograd_scons.tool import library_noop
 from autograd_scons.tool import stable_build
 from autograd_scons.tool.pch import PCHCOM, compiler_family, never_run, pch_objects
 from autograd_scons.codegen.engine import incremental
-from autograd_scons.codegen.errors import OptionError, SpecError, os_error_line
+from autograd_scons.base.errors import OptionError, SpecError, os_error_line
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest, Pch
-from autograd_scons.codegen.build_folder.lock import lock_folder, remove_made_folder
+from autograd_scons.base.lock import lock_folder, remove_made_folder
 from autograd_scons.codegen.engine.manifest import read_manifest
 from autograd_scons.codegen.tree import MANIFEST, OWNED_FOLDERS, TUKind
 
 
 def _fail(message):
     """One line, non-zero exit, before anything was written."""
-    build_report.failed(message)
+    json_report.failed(message)
     sys.stderr.write(f"scons: *** {message}\n")
     SCons.Script.Exit(2)
 
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
 _TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override, build_digest,
-                                                 pch, pch.pch_compilers, closing_report, stable_build)]
+                                                 pch, pch.pch_compilers, closing_lines, stable_build)]
 
 
 def _no_duplicate(node):
@@ -195,7 +195,7 @@ def _generate(env, outdir, request, others=0):
         # `scons generate`: generate (done while reading) and build nothing.
         # The manifest, written last, stands for the whole generated tree.
         env.Alias(alias, out.File(MANIFEST))
-    record = closing_report.REPORT.add(out, result, env=env, specs=(nf, d, tags), includes=request.emit.includes,
+    record = closing_lines.REPORT.add(out, result, env=env, specs=(nf, d, tags), includes=request.emit.includes,
                                        generate_s=time.perf_counter() - started)
     return nodes, result, record
 
@@ -203,7 +203,7 @@ def _generate(env, outdir, request, others=0):
 # generated folder -> the kernels its specs declare (the update's model): a
 # library linked from its objects is checked for kernels that
 # native_functions.yaml declares and no object defines
-# (codegen/build_folder/kernel_check.py), before anything can load it.
+# (site_scons/autograd_scons/tool/kernel_check.py), before anything can load it.
 _DECLARED_KERNELS: dict = {}
 
 
@@ -233,8 +233,8 @@ def _shared_library(env, *args, **kw):
 
 def _check_placement(target, own, declared):
     """Before the link: a declared kernel that a hand-written object defines
-    in another namespace than `<ns>::native` (codegen/build_folder/kernel_check.py)."""
-    from autograd_scons.codegen.build_folder.kernel_check import defined_functions, misplaced_kernels
+    in another namespace than `<ns>::native` (site_scons/autograd_scons/tool/kernel_check.py)."""
+    from autograd_scons.tool.kernel_check import defined_functions, misplaced_kernels
     defined = {}
     for obj in own:
         lines = defined_functions(obj.abspath)
@@ -247,7 +247,7 @@ def _check_placement(target, own, declared):
 
 
 def _check_kernels(target, declared):
-    from autograd_scons.codegen.build_folder.kernel_check import missing_kernels, undefined_symbols
+    from autograd_scons.tool.kernel_check import missing_kernels, undefined_symbols
     lines = undefined_symbols(target[0].abspath)
     if not lines or not any("::native::" in x for x in lines):
         return 0
@@ -260,7 +260,7 @@ def _check_kernels(target, declared):
 
 def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None, request=None, **options):
     """Generate, compile and link the Functions into one shared library
-    (the options are AutogradFunctions'); when a stamp (library_stamp.py) says
+    (the options are AutogradFunctions'); when a stamp (library_noop.py) says
     nothing changed since it was built, return it as a plain file without
     declaring the per-op graph."""
     request = _request(outdir, native_functions, derivatives, options, request)
@@ -273,7 +273,7 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
     precompiles = request.pch is not Pch.OFF
     lib_file = env.File(SCons.Util.adjustixes(str(target), env.subst("$SHLIBPREFIX"),
                                               env.subst("$SHLIBSUFFIX")))
-    stamp_path = lib_file.abspath + library_stamp.SUFFIX
+    stamp_path = lib_file.abspath + library_noop.SUFFIX
     objects_rel = [os.path.splitext(r)[0] + env.subst("$SHOBJSUFFIX") for r in (result.sources if result else [])]
     alias, targets = env.subst("$AUTOGRAD_GENERATE_ALIAS"), SCons.Script.COMMAND_LINE_TARGETS
     if result is not None and alias and targets and all(t == alias for t in targets):
@@ -281,9 +281,9 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
     commands = ["$SHCXXCOM", "$SHLINKCOM", PCHCOM if precompiles else "", "$AUTOGRAD_PCH_KEY",
                 "$AUTOGRAD_PRELUDE_DIR"]
     key = None
-    if result is not None and library_stamp.fast_path_allowed(env, result, lib_file):
-        key = library_stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
-        if library_stamp.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
+    if result is not None and library_noop.fast_path_allowed(env, result, lib_file):
+        key = library_noop.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
+        if library_noop.matches(stamp_path, key, lib_file.abspath, out.abspath, objects_rel):
             record.note = "library up to date since its last build: per-op graph not declared"
             return SCons.Util.NodeList([lib_file])
     objects = override.overridden(env, out, result, SCons.Util.NodeList(
@@ -295,9 +295,9 @@ def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None
         # An older stamp can stay: whatever this build changes changes the
         # key (manifest) or the stats it records, so it cannot match again.
         if key is None and not env.get("SHLIBVERSION"):
-            key = library_stamp.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
+            key = library_noop.library_key(env, out, lib_file, objects_rel, commands, _TOOL_FILES)
         if key is not None:
-            library_stamp.write_later(stamp_path, key, lib[0], [os.path.join(out.abspath, r) for r in objects_rel],
+            library_noop.write_later(stamp_path, key, lib[0], [os.path.join(out.abspath, r) for r in objects_rel],
                                       out.abspath)
     return lib
 
@@ -309,7 +309,7 @@ def generate(env):
         _fail(problem)
     launcher.prefix_launcher(env)
     compat.patch_tslist()
-    build_report.install(env)
+    json_report.install(env)
     if not _option_added:
         _option_added = True
         try:
@@ -323,7 +323,7 @@ def generate(env):
     env.AddMethod(AutogradLibrary, "AutogradLibrary")
     env.SetDefault(AUTOGRAD_DIGESTCOMSTR="Digest of the library's inputs: $TARGET", AUTOGRAD_LAUNCHER="", AUTOGRAD_PCH_KEY="", AUTOGRAD_PCHCOMSTR="", AUTOGRAD_GENERATE_ALIAS="generate",
                    AUTOGRAD_PRELUDE_DIR="", AUTOGRAD_SHAREDPCHCOMSTR="Shared precompiled prelude: $TARGET",
-                   # Weak symbols in ELF objects (codegen/build_folder/weaken.py); Mach-O's and COFF's
+                   # Weak symbols in ELF objects (site_scons/autograd_scons/tool/weaken.py); Mach-O's and COFF's
                    # are not attempted: their buckets are rewritten.
                    AUTOGRAD_OVERRIDE=sys.platform.startswith(("linux", "freebsd")),
                    AUTOGRAD_NM="nm", AUTOGRAD_OBJCOPY="objcopy",

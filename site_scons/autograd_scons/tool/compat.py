@@ -5,7 +5,7 @@ oldest version it accepts, and a workaround for a slow spot of some versions.
 import SCons
 import SCons.Executor
 
-# The oldest SCons this tool is tested with (tests/scons/test_wheel.py installs it).
+# The oldest SCons this tool is tested with (tests/ship/test_wheel.py installs it).
 MIN_SCONS = (4, 5)
 
 

@@ -1,6 +1,6 @@
-"""The autograd_functions tool's override at link (codegen/build_folder/weaken.py).
+"""The autograd_functions tool's override at link (site_scons/autograd_scons/tool/weaken.py).
 
-While an edited unit's old text stays in its bucket (codegen/engine/layout.py),
+While an edited unit's old text stays in its bucket (codegen/engine/buckets.py),
 the nodes the tool returns carry the override themselves: the edit TUs'
 objects and, for each bucket holding old text, a copy of its object in
 which exactly the symbols the edit TUs define are weak.  No link flag is
@@ -15,7 +15,7 @@ import SCons.Action
 import SCons.Util
 
 from autograd_scons.codegen.tree import bucket_file, edit_file
-from autograd_scons.codegen.build_folder.weaken import WeakenError, weaken
+from autograd_scons.tool.weaken import WeakenError, weaken
 
 # The weakened copies: derived objects, not compiled (the report counts compiles).
 WEAK_OBJECTS: set = set()

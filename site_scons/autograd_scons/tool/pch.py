@@ -27,8 +27,8 @@ import SCons.Script
 import SCons.Subst
 import SCons.Tool
 
-from autograd_scons.buildenv.private_folder import ensure as ensure_private
-from autograd_scons.codegen.build_folder.lock import BuildLock
+from autograd_scons.base.private_folder import ensure as ensure_private
+from autograd_scons.base.lock import BuildLock
 from autograd_scons.codegen.tree import BANNER, PCH_HEADER, PRELUDE_IMPL_H
 from autograd_scons.codegen.engine.writer import write_atomic, write_files
 from autograd_scons.tool import pch_compilers

@@ -25,9 +25,9 @@ import SCons.Script
 import SCons.Util
 
 from autograd_scons.codegen.engine.stable_update import library_module, update_stable
-from autograd_scons.codegen.errors import SpecError, os_error_line
-from autograd_scons.codegen.build_folder.lock import lock_folder, remove_made_folder
-from autograd_scons.tool import closing_report, symbol_audit
+from autograd_scons.base.errors import SpecError, os_error_line
+from autograd_scons.base.lock import lock_folder, remove_made_folder
+from autograd_scons.tool import closing_lines, symbol_audit
 
 # What a stable library links besides the caller's own: the shims' library.
 # libtorch, libc10 and libtorch_python are left out (a stable library needs
@@ -76,7 +76,7 @@ def generate(env, outdir, request):
         _fail(str(e) if isinstance(e, SpecError) else f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
     STABLE_FOLDERS[out.abspath] = (request.stable, result.python, tuple(result.support))
     if not SCons.Script.GetOption("clean"):   # the closing line and the JSON report (its TU kind: stable)
-        closing_report.REPORT.add(out, result.update_result(), env=env, specs=(nf, d, tags),
+        closing_lines.REPORT.add(out, result.update_result(), env=env, specs=(nf, d, tags),
                                   generate_s=time.perf_counter() - started, target=f"torch>={request.stable.version}")
     return result, out
 

@@ -27,13 +27,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
-from autograd_scons.buildenv import runner, build_stamp, torch_flags
+from autograd_scons.buildenv import runner, up_to_date, torch_flags
 from autograd_scons.buildenv.prelude_folders import extensions_root
-from autograd_scons.buildenv.private_folder import ensure as ensure_private
+from autograd_scons.base.private_folder import ensure as ensure_private
 from autograd_scons.buildenv.published import publish, read_own, write_if_changed
 from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, TORCH_MANUAL_INCLUDES, PatchTarget
 from autograd_scons.codegen.parse.libtorch_classes import read_classes
-from autograd_scons.codegen.build_folder.lock import BuildLock
+from autograd_scons.base.lock import BuildLock
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.tree import PATCH_SUMMARY
 from autograd_scons.torch_patch import torch_library
@@ -182,7 +182,7 @@ def _facts(folder: str, library: str, identity: dict) -> torch_library.LibtorchF
     except (OSError, torch_library.ElfError) as e:
         raise PatchError(f"{LABEL}: {library}: {getattr(e, 'strerror', None) or e}: cannot tell which of "
                          "its Functions a patch can replace") from None
-    build_stamp.write_json(path, {"torch": identity, "facts": facts.to_record()})
+    up_to_date.write_json(path, {"torch": identity, "facts": facts.to_record()})
     return facts
 
 
@@ -192,18 +192,18 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
     key = json.loads(json.dumps({"spec": spec, "torch": identity, "jobs": jobs,
                                  "env": {k: os.environ.get(k, "") for k in ("CXX", "PATH", "AUTOGRAD_LAUNCHER")}}))
     write_if_changed(os.path.join(folder, SPEC), json.dumps(spec, indent=1, sort_keys=True))
-    if build_stamp.up_to_date(stamp_path, key) and os.path.isfile(library):
-        from autograd_scons.report import document
+    if up_to_date.up_to_date(stamp_path, key) and os.path.isfile(library):
+        from autograd_scons.build_report import document
         report = document.requested()
         if report is not None:   # no build ran: the report says so
             document.write_up_to_date(report, "patch-torch", 0.0)
         return _result(folder, library, up_to_date=True)
     # From here on the folder holds no patch until this build has made one.
-    build_stamp.clear_stamp(stamp_path)
+    up_to_date.clear_stamp(stamp_path)
     for path in (library, os.path.join(folder, PYTHON_LIBRARY), os.path.join(folder, TORCH_RECORD)):
         if os.path.lexists(path):
             os.unlink(path)
-    build_stamp.write_json(os.path.join(folder, TORCH_RECORD), identity)
+    up_to_date.write_json(os.path.join(folder, TORCH_RECORD), identity)
     variables = {"BUILD": ".", "CXX": os.environ.get("CXX") or "g++", "CUDA": "0", "PYTHON": "0",
                  "PCH": "auto", "UNITY": "auto", "LAUNCHER": os.environ.get("AUTOGRAD_LAUNCHER", "")}
     try:
@@ -217,7 +217,7 @@ def _bring_up_to_date(folder, spec, identity, jobs, verbose, lock) -> PatchResul
         publish(python_linked, python_library)
     elif os.path.lexists(python_library):
         os.unlink(python_library)   # (no own class any more)
-    build_stamp.write_stamp(stamp_path, key, built.inputs_path, outputs=[library, linked])
+    up_to_date.write_stamp(stamp_path, key, built.inputs_path, outputs=[library, linked])
     result = _result(folder, library)
     # (objects: the precompiled prelude's precompile, also a compile, is not a TU)
     result.compiled = [o for o in built.compiled if o.endswith((".o", ".os"))]

@@ -3,7 +3,7 @@ read from the installed torchgen's `gen_variable_type` module as data (its
 source parsed, never imported or run): the ops whose kernels let complex
 outputs be differentiated.  libtorch's kernel of any other op raises
 "<op> does not support automatic differentiation for outputs with complex
-dtype"; a patch's kernel must do the same (emit/aten_kernel.py).
+dtype"; a patch's kernel must do the same (emit/aten_kernels/aten_kernel.py).
 
     complex_ops(derivatives_yaml_path)   # frozenset of base names, e.g. {"add", "mul", ...}
 """

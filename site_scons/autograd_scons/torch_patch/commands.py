@@ -36,7 +36,7 @@ def add_commands(sub) -> None:
 
 
 def _cmd_patch(args) -> int:
-    from autograd_scons.codegen.build_folder.lock import FolderError, LockTimeout
+    from autograd_scons.base.lock import FolderError, LockTimeout
     from autograd_scons.torch_patch.build import patch_torch
     from autograd_scons.torch_patch.identity import PatchError
     try:
@@ -63,7 +63,7 @@ def _cmd_patch(args) -> int:
 
 def _cmd_run(args) -> int:
     from autograd_scons.torch_patch.identity import PatchError
-    from autograd_scons.torch_patch.run import run_patched
+    from autograd_scons.torch_patch.preload import run_patched
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
         return run_patched(args.folder, command)

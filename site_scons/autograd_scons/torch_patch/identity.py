@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import os
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
 from autograd_scons.torch_patch import torch_library
 
 TORCH_RECORD = "torch.json"

@@ -11,13 +11,13 @@
 import json
 import os
 
-from autograd_scons.buildenv import environment, runner, build_stamp
-from autograd_scons.codegen.engine.update_report import report
+from autograd_scons.buildenv import environment, runner, up_to_date
+from autograd_scons.codegen.engine.update_summary import report
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.torch_patch import reach_locals
 from autograd_scons.torch_patch.build import FACTS, LABEL, LIBRARY, PYTHON_LIBRARY, SPEC
 import SCons.Errors
-from autograd_scons.tool import closing_report as tool_report
+from autograd_scons.tool import closing_lines as tool_report
 
 DefaultEnvironment(tools=[])
 
@@ -66,11 +66,11 @@ if tool_report.REPORT.records:
 lib = env.SharedLibrary(os.path.join("obj", LIBRARY), objects + reached, SHLIBPREFIX="", SHLIBSUFFIX="")
 package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__)))
 target = request.emit.patch
-build_stamp.record_inputs(lib, build_stamp.INPUTS,
+up_to_date.record_inputs(lib, up_to_date.INPUTS,
                      extra=[SPEC, os.path.join(package, "torch_patch", "patch_sconstruct.py"), target.functions_h]
                      + [p for p in (request.native_functions, request.derivatives, request.tags,
                                     *target.reference, spec["functions_manual"]) if p],
-                     code_roots=build_stamp.tool_code_roots())
+                     code_roots=up_to_date.tool_code_roots())
 if bindings:
     python_lib = env.SharedLibrary(os.path.join("obj", PYTHON_LIBRARY), bindings, SHLIBPREFIX="", SHLIBSUFFIX="",
                                    LIBS=env["LIBS"] + ["torch_python"],

@@ -1,6 +1,6 @@
 """What a patch's objects use of the definitions libtorch keeps local,
 found as the patch links, and the TU that reaches them
-(libtorch_locals.py says how; codegen/emit/libtorch_locals.py writes it).
+(libtorch_locals.py says how; codegen/emit/aten_kernels/locals_cpp.py writes it).
 
     write_source("locals/libtorch_locals.cpp", objects, ".libtorch_facts.json")   # LocalError: one line
 
@@ -18,7 +18,7 @@ import struct
 import subprocess
 from dataclasses import dataclass
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
 from autograd_scons.torch_patch.libtorch_locals import (CALL_RELOCATIONS, CLONES_ONLY, NO_TRAMPOLINE, SHT_RELA,
                                                         SHT_SYMTAB, STB_LOCAL, TRAMPOLINE_MACHINES, LocalTable,
                                                         qualified)
@@ -112,11 +112,11 @@ def demangle(names: list[str]) -> dict:
 
 def write_source(target: str, objects: list[str], facts_path: str) -> None:
     """Write `target`, the patch's TU reaching what `objects` use of
-    libtorch's local definitions (codegen/emit/libtorch_locals.py), from
+    libtorch's local definitions (codegen/emit/aten_kernels/locals_cpp.py), from
     the facts patch-torch kept (torch_library.LibtorchFacts).  Raises
     LocalError (one line)."""
     from autograd_scons.buildenv.published import write_if_changed
-    from autograd_scons.codegen.emit.libtorch_locals import render_locals
+    from autograd_scons.codegen.emit.aten_kernels.locals_cpp import render_locals
     with open(facts_path, encoding="utf-8") as f:
         facts = LibtorchFacts.from_record(json.load(f)["facts"])
     found = reached(objects, facts.locals, facts.machine, lambda n: demangle([n])[n])

@@ -31,7 +31,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from autograd_scons.codegen.errors import Error
+from autograd_scons.base.errors import Error
 from autograd_scons.torch_patch.libtorch_locals import LocalTable, read_table
 
 # The Itanium C++ ABI's spelling of a generated class, and of the members

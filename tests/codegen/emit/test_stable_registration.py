@@ -8,7 +8,7 @@ import os
 import pytest
 
 from autograd_scons.codegen.emit.stable_registration import render_kernels_header, render_registration
-from autograd_scons.codegen.errors import SpecError
+from autograd_scons.base.errors import SpecError
 from autograd_scons.codegen.parse.extension_ops import kernel_units
 from autograd_scons.codegen.parse.native_functions import load_tags, parse_native_functions
 

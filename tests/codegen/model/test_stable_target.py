@@ -5,7 +5,7 @@ oldest torch it names, the define it sets, and its place in the request
 import pytest
 
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
-from autograd_scons.codegen.errors import OptionError
+from autograd_scons.base.errors import OptionError
 from autograd_scons.codegen.model.stable import StableTarget
 
 

@@ -50,9 +50,14 @@ def digested(rel: str) -> bool:
     return not rel.startswith(UNITY + "/") and rel not in (CACHE_KEY_CPP, LINES_H)
 
 
-def library_digest(files: Iterable[tuple[str, bytes]]) -> str:
-    """The digest of (relpath, text) pairs, in any order."""
-    lines = sorted(f"{rel} {xxhash.xxh3_128_hexdigest(text)}\n" for rel, text in files if digested(rel))
+def file_digest(text: bytes) -> str:
+    """One generated file's part of the library's digest."""
+    return xxhash.xxh3_128_hexdigest(text)
+
+
+def library_digest(files: Iterable[tuple[str, str]]) -> str:
+    """The digest of (relpath, file_digest) pairs, in any order."""
+    lines = sorted(f"{rel} {d}\n" for rel, d in files if digested(rel))
     return xxhash.xxh3_128_hexdigest("".join(lines).encode())
 
 

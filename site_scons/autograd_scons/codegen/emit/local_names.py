@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from ..model.autograd import DifferentiabilityInfo
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 
-# templates/function.cpp, backward_single.cpp, emit/backward.py, emit/functions.py
+# templates/function.cpp, backward_single.cpp, emit/functions/backward.py, emit/functions/function_files.py
 FUNCTION_LOCALS = frozenset({
     "gen", "grad_inputs", "any_grad_defined", "grad_result", "needs_input_grad", "args", "packed_args",
     "saved", "lock", "called", "compiled_autograd_bind_key", "output_result"})
-# templates/op_grad_fn.cpp, op_lookup.cpp, op_call_result.cpp, emit/forward_ad.py
+# templates/op_grad_fn.cpp, op_lookup.cpp, op_call_result.cpp, emit/op_kernels/forward_ad.py
 KERNEL_LOCALS = frozenset({"op", "grad_fn", "_result", "_any_requires_grad", "_any_has_fw_grad"})
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Optional
 
-from ..errors import OptionError, SpecError
+from autograd_scons.base.errors import OptionError, SpecError
 
 _NAMESPACE_RE = re.compile(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*")
 LIBTORCH_NAMESPACE = "torch::autograd::generated"
@@ -77,10 +77,10 @@ class EmitOptions:
     # every definition TU through the shared definitions prelude.
     includes: tuple[str, ...] = ()
     # Also generate, for every native function outside `aten`, its schema
-    # registration and Autograd kernel (emit/kernels.py): what an extension
+    # registration and Autograd kernel (emit/op_kernels/kernels.py): what an extension
     # declaring its own ops needs.  ATen's are libtorch's own.
     kernels: bool = True
-    # Also generate the Functions' Python bindings (emit/python_bindings.py):
+    # Also generate the Functions' Python bindings (emit/python_bindings/binding_units.py):
     # typed grad_fn, `_saved_*` properties.  Off for a library used from C++
     # alone, which then needs neither libtorch_python nor Python's symbols.
     python: bool = True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import FormulaError, SpecError
+from autograd_scons.base.errors import FormulaError, SpecError
 from ..model.extension_op import KernelUnit
 from ..model.stable import stable_parameter_type, stable_return_type
 from ..templates import load, string_literal

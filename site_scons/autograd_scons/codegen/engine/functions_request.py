@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..emit.options import EmitOptions, PatchTarget, parse_python
-from .layout import AUTO, parse_unity, prelude_pays
-from ..errors import OptionError
+from .buckets import AUTO, parse_unity, prelude_pays
+from autograd_scons.base.errors import OptionError
 from ..model.stable import StableTarget
 from ..tree import TUKind
 

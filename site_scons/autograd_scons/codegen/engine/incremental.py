@@ -3,7 +3,7 @@
 `update()` is the one pipeline from specs to files, used by the SCons tool
 and by `python -m autograd_scons generate` alike.  It rewrites only the files of
 units whose key changed (keys.py), deletes what units that are gone owned,
-lays out the compile units (layout.py), and, when the input files' bytes,
+lays out the compile units (buckets.py), and, when the input files' bytes,
 the generator and the options are those recorded in the manifest
 (manifest.py), does not even parse YAML.
 
@@ -20,23 +20,23 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..emit import python_bindings
-from ..emit.cache_key import cache_key_source, library_digest
+from ..emit.python_bindings import binding_units
+from ..emit.cache_key import cache_key_source, digested, file_digest, library_digest
 from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
-from ..emit.vmap import render_json_shim
-from ..errors import SpecError
+from ..emit.op_kernels.vmap import render_json_shim
+from autograd_scons.base.errors import SpecError
 from ..model.extension_op import DeclaredKernel, KernelUnit, declared_kernels
 from .functions_request import FunctionsRequest
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
-from .layout import Layout, bucket_of, plan
+from .buckets import Layout, bucket_of, plan
 from ..tree import (CACHE_KEY_CPP, JSON_SHIM_FOLDER, MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind,
                    bucket_file, bucket_index, translation_unit)
 from .unity_files import included, included_by_members, render_buckets, render_edit_tus, translation_units
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
 from .native_cache import NativeCache
 from .reasons import Reason, Why
-from .units import Kind, Unit, load_units
+from .units import Kind, LoadedSpecs, Unit, load_model
 from .writer import prune, same_bytes, stat_of, write_files
 
 
@@ -70,7 +70,7 @@ class Result:
     warning: Optional[str] = None  # a distrusted manifest
     foreign: list[str] = field(default_factory=list)  # files in our folders we did not make
     dry_run: bool = False
-    # Python bindings (emit/python_bindings.py), known when the specs were parsed:
+    # Python bindings (emit/python_bindings/binding_units.py), known when the specs were parsed:
     bindings: dict = field(default_factory=dict)   # Function -> its binding TU
     bindings_rewritten: list[str] = field(default_factory=list)  # binding TUs whose bytes changed
     # op kernel -> its tensor inputs with no formula, checked at run time (check_no_requires_grad)
@@ -82,6 +82,9 @@ class Result:
     kernels: list[DeclaredKernel] = field(default_factory=list)
     # The generated code's digest (emit/cache_key.py), whoever writes cache_key.cpp; "" for a patch.
     code_digest: str = ""
+    # Each generated file's part of it (kept in the manifest: the next update
+    # reads no file whose stat the manifest vouches for).
+    file_digests: dict = field(default_factory=dict)
 
     @property
     def sources(self) -> list[str]:
@@ -99,14 +102,14 @@ class Result:
 @dataclass(frozen=True)
 class Renderer:
     """The generator steps update() needs, injectable for tests."""
-    load: Callable[..., list]              # specs, kernels= -> units, emission order
+    load: Callable[..., LoadedSpecs]       # specs, kernels= -> units (emission order), parsed specs
     shared: Callable[[list, EmitOptions], dict]   # Function names, opts -> {relpath: text}
 
 
 def default_renderer() -> Renderer:
     # Imported here: the manifest fast path never loads the emitters.
-    from ..emit.functions import render_shared
-    return Renderer(load_units, render_shared)
+    from ..emit.functions.function_files import render_shared
+    return Renderer(load_model, render_shared)
 
 
 def _input_digests(native_functions: str, derivatives: str, tags: Optional[str]) -> dict:
@@ -138,31 +141,31 @@ def _options(requested: dict, resolved: EmitOptions) -> dict:
     return {"requested": requested, "resolved": canonical(resolved)}
 
 
-def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: int = 0, dry_run: bool = False,
+def update(out_dir: str, request: FunctionsRequest, *, jobs: int = 1, others: int = 0, dry_run: bool = False,
            override: bool = False, build_digest: bool = False, render: Optional[Renderer] = None) -> Result:
-    """Bring `out_dir` up to date with the specs `functions` names.  `jobs`:
+    """Bring `out_dir` up to date with the specs `request` names.  `jobs`:
     the parallel compiles (for the automatic bucket count); `others`: the
     caller's own TUs compiled alongside (layout.bucket_count); `dry_run`:
     write nothing; `override`: the caller links each bucket holding shadowed
     old text as a copy whose symbols the edit TUs define are weak
-    (build_folder/weaken.py), so an edited unit can leave its bucket
+    (tool/weaken.py), so an edited unit can leave its bucket
     unrecompiled; `build_digest`: the caller writes `cache_key.cpp` itself
     when it builds, from every input of the library (the SCons tool does:
     the sources and headers its scanner finds, the flags, the compiler), so
     the generator writes none (without it, its digest is of the generated
     code alone: emit/cache_key.py).  Raises SpecError on bad input, before
     anything is written."""
-    native_functions, derivatives, tags = functions.native_functions, functions.derivatives, functions.tags
-    request = _Build(functions.emit, functions.unity, jobs, others, dry_run, override, build_digest)
+    native_functions, derivatives, tags = request.native_functions, request.derivatives, request.tags
+    build = _Build(request.emit, request.unity, jobs, others, dry_run, override, build_digest)
     inputs = _input_digests(native_functions, derivatives, tags)
-    requested, generator = canonical(request.opts), generator_version()
+    requested, generator = canonical(build.opts), generator_version()
     mpath = os.path.join(out_dir, MANIFEST)
     old, problem = read_manifest(mpath)
     warning = f"ignoring {mpath}: {problem}; regenerating from scratch" if problem else None
 
     dirty = {rel for rel, st in old.stats.items()
              if stat_of(os.path.join(out_dir, rel)) != st} if old else set()
-    if old is not None and not dirty and old.layout.request == request.unity and \
+    if old is not None and not dirty and old.layout.request == build.unity and \
             (old.inputs, old.generator, old.options.get("requested")) == (inputs, generator, requested):
         # The fast path: nothing to parse, nothing to write.
         return Result(out_dir, [k.name for k in old.units], {k.name: Kind(k.kind) for k in old.units},
@@ -178,21 +181,22 @@ def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: 
         # every full collection would walk them all (a one-edit update grew
         # faster than the specs: ~15% of its time at 8x).
         with gc_paused():
-            units = render.load(native_functions, derivatives, tags, kernels=request.opts.kernels, native_cache=cache)
+            loaded = render.load(native_functions, derivatives, tags, kernels=build.opts.kernels, native_cache=cache)
+            units = loaded.units
             selection = None
-            if request.opts.patch is not None:  # libtorch's own Functions: those the patch defines
+            if build.opts.patch is not None:  # libtorch's own Functions: those the patch defines
                 from .patch_selection import select
-                selection = select(units, request.opts.patch, out_dir, (native_functions, derivatives, tags))
+                selection = select(units, build.opts.patch, out_dir, loaded)
                 units = selection.units
-            request = dataclasses.replace(request, opts=with_default_namespace(request.opts, _op_namespaces(units)))
-            options = _options(requested, request.opts)
+            build = dataclasses.replace(build, opts=with_default_namespace(build.opts, _op_namespaces(units)))
+            options = _options(requested, build.opts)
             keys = [unit_key(u, options, generator) for u in units]
             state = _State(out_dir, old, dirty, options, generator, warning)
-            files, owner, result = state.render(units, keys, request, render)
+            files, owner, result = state.render(units, keys, build, render)
             if selection is not None:
                 result.patch = selection
                 files[PATCH_SUMMARY], owner[PATCH_SUMMARY] = selection.summary(), ""
-        if request.dry_run:
+        if build.dry_run:
             return result
         discard_manifest(mpath)
         write_files(out_dir, {rel: text for rel, text in files.items() if rel != CACHE_KEY_CPP})
@@ -204,7 +208,7 @@ def update(out_dir: str, functions: FunctionsRequest, *, jobs: int = 1, others: 
         if missing:  # a unit we thought up to date lost a file under us: next run fixes it
             raise OSError(f"generated file vanished during generation: {missing[0]}")
         write_manifest(mpath, Manifest(inputs, generator, options, keys, owner, stats, result.layout,
-                                       result.sources, result.kernels, result.code_digest))
+                                       result.sources, result.kernels, result.code_digest, result.file_digests))
         cache.flush()  # (after the manifest: the cache only ever holds a parse of a good update)
     finally:
         cache.close()  # (a fresh parse not flushed: a failed update or a dry run; its writer exits)
@@ -265,30 +269,30 @@ class _State:
                 out.add(b)
         return out
 
-    def render(self, units: list[Unit], keys: list[UnitKey], request: _Build,
+    def render(self, units: list[Unit], keys: list[UnitKey], build: _Build,
                render: Renderer) -> tuple[dict, dict, Result]:
         """Render in memory first: an emission error must leave the tree as it
         was.  The steps: the units that must be rendered, the layout, the
         files every unit shares, the result."""
-        rendered = self._render_units(units, keys, request.opts)
-        bound = [u for u in units if u.kind is Kind.FUNCTION and u.bound] if request.opts.python else []
-        n_shards = len(python_bindings.sources(len(bound)))
-        p = self._plan_layout(units, request, rendered, others=request.others + n_shards)
-        rewritten = self._render_shared(units, request, render, rendered, p, bound)
+        rendered = self._render_units(units, keys, build.opts)
+        bound = [u for u in units if u.kind is Kind.FUNCTION and u.bound] if build.opts.python else []
+        n_shards = len(binding_units.sources(len(bound)))
+        p = self._plan_layout(units, build, rendered, others=build.others + n_shards)
+        rewritten = self._render_shared(units, build, render, rendered, p, bound)
         names = [u.name for u in units]
         tus = translation_units(units, p.layout) + \
-            [TranslationUnit(rel, TUKind.BINDING) for rel in python_bindings.sources(len(bound))]
-        if request.opts.patch is None:  # (a patch of libtorch's Functions defines no op: emit/cache_key.py)
+            [TranslationUnit(rel, TUKind.BINDING) for rel in binding_units.sources(len(bound))]
+        if build.opts.patch is None:  # (a patch of libtorch's Functions defines no op: emit/cache_key.py)
             tus.append(TranslationUnit(CACHE_KEY_CPP, TUKind.CACHE_KEY))
         result = Result(self.out_dir, names, {k.name: Kind(k.kind) for k in keys}, tus, p.layout,
                         removed=rendered.removed, reasons=rendered.reasons, keys={k.name: k.key for k in keys},
-                        parsed=True, warning=self.warning, dry_run=request.dry_run,
-                        bindings={u.name: python_bindings.shard_file(python_bindings.shard_of(u.name, n_shards))
+                        parsed=True, warning=self.warning, dry_run=build.dry_run,
+                        bindings={u.name: binding_units.shard_file(binding_units.shard_of(u.name, n_shards))
                                   for u in bound},
                         bindings_rewritten=rewritten, unchecked=_unchecked_inputs(units),
                         kernels=declared_kernels(_extension_kernels(units)))
         result.regenerated = [n for n in names if n in rendered.changed]
-        result.code_digest = rendered.code_digest
+        result.code_digest, result.file_digests = rendered.code_digest, rendered.file_digests
         return rendered.files, rendered.owner, result
 
     def _render_units(self, units: list[Unit], keys: list[UnitKey], opts: EmitOptions) -> "_Rendered":
@@ -312,7 +316,7 @@ class _State:
         r.reasons.update((n, Why(Reason.REMOVED)) for n in r.removed)
         return r
 
-    def _plan_layout(self, units: list[Unit], request: _Build, r: "_Rendered", others: int):
+    def _plan_layout(self, units: list[Unit], build: _Build, r: "_Rendered", others: int):
         """The compile layout (layout.plan), from the edits this run found."""
         old = self.old
         trusted = old.layout if old is not None and (old.generator, old.options) == (self.generator, self.options) \
@@ -323,39 +327,40 @@ class _State:
         # whose .cpp alone changed and whose generated headers did not; and
         # a bucket whose old text includes a changed header is rewritten.
         headers = {rel for rel in r.files if rel.endswith(".h")}
-        keep = [u.name for u in units if request.override and r.changed.get(u.name) == {u.source}
+        keep = [u.name for u in units if build.override and r.changed.get(u.name) == {u.source}
                 and not included(u.source, r.texts[u.name][u.source]) & headers]
         damaged = {i for i in (bucket_index(rel) for rel in self.dirty) if i is not None}
         if headers and trusted is not None and trusted.shadowed:
             damaged |= self.stale_buckets(trusted, units, headers)
-        return plan(request.unity, [u.name for u in units], request.jobs, trusted,
+        return plan(build.unity, [u.name for u in units], build.jobs, trusted,
                     self.old_keys, edited, keep=keep, damaged=damaged, others=others)
 
-    def _render_shared(self, units: list[Unit], request: _Build, render: Renderer, r: "_Rendered",
+    def _render_shared(self, units: list[Unit], build: _Build, render: Renderer, r: "_Rendered",
                        p, bound: list[Unit]) -> list[str]:
         """The files every unit shares (headers, bindings, buckets, edit TUs)
         added to `r`; returns the binding TUs whose bytes changed."""
         def text_of(u: Unit) -> str:
             if u.name not in r.texts:
-                r.texts[u.name] = u.render(request.opts)
+                r.texts[u.name] = u.render(build.opts)
             return r.texts[u.name][u.source]
 
-        shared = render.shared([u.name for u in units if u.kind is Kind.FUNCTION], request.opts)
+        shared = render.shared([u.name for u in units if u.kind is Kind.FUNCTION], build.opts)
         # Bindings are rendered from every bound Function's saved values each
         # time (cheap); a shard is rewritten, so recompiled, only if its bytes change.
-        bindings = python_bindings.render_bindings([u.subject for u in bound], request.opts)
+        bindings = binding_units.render_bindings([u.info for u in bound], build.opts)
         rewritten = sorted(rel for rel, text in bindings.items() if rel.endswith(".cpp")
                            and not same_bytes(os.path.join(self.out_dir, rel), text.encode()))
         shared.update(bindings)
         # every formula's yaml line, outside the Functions' keys (emit/lines.py)
-        shared.update(render_lines([u.subject for u in units if u.kind is Kind.FUNCTION]))
+        shared.update(render_lines([u.info for u in units if u.kind is Kind.FUNCTION]))
         if any(k.func.vmap is not None for k in _extension_kernels(units)):
             shared.update(render_json_shim())   # (what the vmap plumbing's functorch headers include)
-        if request.opts.patch is None:
+        if build.opts.patch is None:
             # Under SCons the tool writes cache_key.cpp from this digest and the
             # library's other inputs (tool/build_digest.py).
-            r.code_digest = library_digest(self._generated(r, shared))
-            if not request.build_digest:
+            r.file_digests = dict(self._generated(r, shared))
+            r.code_digest = library_digest(r.file_digests.items())
+            if not build.build_digest:
                 shared[CACHE_KEY_CPP] = cache_key_source(r.code_digest)
         shared.update(render_buckets(units, p.layout, p.rewrite, text_of))
         shared.update(render_edit_tus(units, p.layout))
@@ -366,16 +371,28 @@ class _State:
         return rewritten
 
     def _generated(self, r: "_Rendered", shared: dict):
-        """(relpath, bytes) of every unit's file and of `shared`: a unit
-        not rendered this run has its files on disk, up to date."""
+        """(relpath, file digest) of every unit's file and of `shared`, the
+        files the library's digest covers: a unit not rendered this run has
+        its files on disk, up to date, and the digest the manifest recorded
+        for them while their stat is the one it recorded (not dirty)."""
+        recorded = self.old.file_digests if self.old is not None else {}
         for rel, unit in r.owner.items():
+            if not digested(rel):
+                continue
             text = r.texts.get(unit, {}).get(rel)
             if text is not None:
-                yield rel, text.encode()
-                continue
-            with open(os.path.join(self.out_dir, rel), "rb") as f:
-                yield rel, f.read()
-        yield from ((rel, text.encode()) for rel, text in shared.items())
+                yield rel, file_digest(text.encode())
+            elif rel in recorded and rel not in self.dirty:
+                yield rel, recorded[rel]
+            else:
+                yield rel, file_digest(read_generated(os.path.join(self.out_dir, rel)))
+        yield from ((rel, file_digest(text.encode())) for rel, text in shared.items() if digested(rel))
+
+
+def read_generated(path: str) -> bytes:
+    """An unchanged generated file's bytes (for its digest, when the manifest has none)."""
+    with open(path, "rb") as f:
+        return f.read()
 
 
 @dataclass
@@ -387,6 +404,7 @@ class _Rendered:
     texts: dict = field(default_factory=dict)     # unit -> its rendered {relpath: text}
     changed: dict = field(default_factory=dict)   # unit -> its relpaths whose bytes differ
     code_digest: str = ""                         # the generated code's (emit/cache_key.py)
+    file_digests: dict = field(default_factory=dict)   # relpath -> its part of code_digest
     removed: list = field(default_factory=list)
 
 
@@ -404,5 +422,5 @@ def _unchecked_inputs(units: list) -> dict:
 
 def _extension_kernels(units: list) -> list[KernelUnit]:
     """The extension ops' kernel units (a patch's kernel units are ATen
-    ops', emit/aten_kernel.py's AtenKernel: no declared kernel, no transform)."""
+    ops', emit/aten_kernels/aten_kernel.py's AtenKernel: no declared kernel, no transform)."""
     return [u.subject for u in units if u.kind is Kind.KERNEL and isinstance(u.subject, KernelUnit)]

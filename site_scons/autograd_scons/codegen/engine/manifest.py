@@ -7,7 +7,8 @@ our back is regenerated), the compile layout and the sources to compile, and
 the kernels the specs declare for the extension to define (for the check of
 the linked library, which then needs no parse either), and the digest of the
 generated code (emit/cache_key.py; the SCons tool's digest takes it for the
-generated folder's share, on the fast path too).
+generated folder's share, on the fast path too) with each file's part of it
+(an update that parses reads no unchanged file to digest it again).
 It is versioned and checksummed: anything wrong with it means "start from
 scratch", never "trust it".
 """
@@ -22,11 +23,11 @@ from typing import Any, Optional
 
 from ..model.extension_op import DeclaredKernel
 from .keys import UnitKey, digest, dumps
-from .layout import Layout
+from .buckets import Layout
 from ..tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)
 from .writer import write_atomic
 
-FORMAT = 5
+FORMAT = 6
 _MAGIC = "autograd-functions-manifest"
 
 
@@ -42,12 +43,14 @@ class Manifest:
     sources: list[str]      # relpaths to compile, in order
     kernels: list[DeclaredKernel]   # the kernels `dispatch:` declares
     code_digest: str        # the generated code's digest ("": a patch, which has none)
+    file_digests: dict      # relpath -> its part of code_digest, for the files the stats vouch for
 
     def to_json(self) -> dict:
         return {"inputs": self.inputs, "generator": self.generator, "options": self.options,
                 "units": [k.as_json() for k in self.units], "files": self.files,
                 "stats": self.stats, "layout": self.layout.to_json(), "sources": self.sources,
-                "kernels": [k.as_json() for k in self.kernels], "code_digest": self.code_digest}
+                "kernels": [k.as_json() for k in self.kernels], "code_digest": self.code_digest,
+                "file_digests": self.file_digests}
 
     @classmethod
     def from_json(cls, d: Any) -> "Manifest":
@@ -61,11 +64,12 @@ class Manifest:
                 and isinstance(d["inputs"], dict) and isinstance(d["options"], dict)
                 and isinstance(d["generator"], str)):
             raise ValueError("bad field types")
-        if not isinstance(d["kernels"], list) or not isinstance(d["code_digest"], str):
+        if not isinstance(d["kernels"], list) or not isinstance(d["code_digest"], str) \
+                or not isinstance(d["file_digests"], dict):
             raise ValueError("bad kernel list or code digest")
         return cls(d["inputs"], d["generator"], d["options"], units, files, stats,
                    Layout.from_json(d["layout"]), sources, [DeclaredKernel.from_json(k) for k in d["kernels"]],
-                   d["code_digest"])
+                   d["code_digest"], d["file_digests"])
 
 
 def read_manifest(path: str) -> tuple[Optional[Manifest], Optional[str]]:

@@ -1,5 +1,5 @@
 """Which of ATen's ops a patch gives an Autograd kernel of its own
-(emit/aten_kernel.py), registered over libtorch's, and why the others
+(emit/aten_kernels/aten_kernel.py), registered over libtorch's, and why the others
 keep libtorch's (docs/patching-torch.md).
 
 An op gets one when a Function it creates is the patch's own class (an
@@ -9,7 +9,7 @@ torch's ops run through the tool's kernels and Functions alone.  Each op is
 paired with an entry as torch's build pairs it: its own, else its
 functional variant's (an in-place op reusing its functional's formulas).
 
-    ops = aten_ops(native_functions, derivatives, tags)    # [(NativeFunction, info, exact)]
+    ops = aten_ops(loaded.native, loaded.infos)         # [(NativeFunction, info, exact)]
     why = not_generated(f, info)                            # None, or the reason
 """
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..emit.aten_kernel import LIBTORCH_FUNCTIONS_H, OWN_NAMESPACE, AtenKernel
+from ..model.aten_op import LIBTORCH_FUNCTIONS_H, OWN_NAMESPACE, AtenKernel
 from ..model.autograd import DifferentiabilityInfo
-from ..model.native import NativeFunction
+from ..model.native import NativeFunction, NativeSpec
 from ..model.schema import FUNCTIONAL, INPLACE, OUT
-from .units import Kind, Unit
+from .units import Kind, LoadedSpecs, Unit
 
 # The ops whose Autograd kernel is hand-written in libtorch (its
 # VariableTypeManual.cpp, not generated from the specs): replacing one with
@@ -39,16 +39,15 @@ NO_ENTRY = "no derivatives entry"
 UNSUPPORTED = "not supported by the kernel generator"
 
 
-def aten_ops(native_functions: str, derivatives: str, tags: Optional[str]) -> list:
+def aten_ops(native: NativeSpec, all_infos: list[DifferentiabilityInfo]) -> list:
     """(NativeFunction, Default-key info or None, exact) of every ATen op
-    that libtorch gives an Autograd kernel, in the specs' order."""
-    from ..parse.load_derivatives import infos_from_specs, load_specs
-    specs = load_specs(native_functions, derivatives, tags)
-    infos = [i for i in infos_from_specs(specs) if i.dispatch_key == "Default"]
+    that libtorch gives an Autograd kernel, in the specs' order, from the
+    update's parsed specs (engine/units.py: LoadedSpecs)."""
+    infos = [i for i in all_infos if i.dispatch_key == "Default"]
     exact = {str(i.func.func): i for i in infos}
     functional = {i.func.func.signature_key: i for i in infos if i.func.func.kind() == FUNCTIONAL}
     out: list[tuple[NativeFunction, Optional[DifferentiabilityInfo], bool]] = []
-    for f in specs.native.functions:
+    for f in native.functions:
         if f.namespace != "aten" or f.has_composite_implicit_autograd_kernel:
             continue   # (no Autograd kernel in libtorch: differentiated through what it calls)
         info = exact.get(str(f.func))
@@ -92,17 +91,17 @@ DERIVED_FOREACH = ("derived for a _foreach_ op from an entry whose edit changes 
                    "generates no _foreach_ kernel: libtorch's Function and kernel stay)")
 
 
-def add_kernels(out, own: list, target, specs: Optional[tuple], classes: dict) -> None:
+def add_kernels(out, own: list, target, specs: Optional[LoadedSpecs], classes: dict) -> None:
     """Add to the selection `out` the patch's own classes of `own` ((unit,
     why libtorch's class will not do) of the edited Functions), the kernels
     creating them, and with `target.kernels` every other kernel that can be
     generated; each op left with libtorch's kernel counted by reason."""
-    from ..errors import SpecError
+    from autograd_scons.base.errors import SpecError
     if specs is None or not target.complex_ops:
         raise SpecError("the patch's Autograd kernels need torch's specs and its list of the ops it "
                         "differentiates for complex outputs", target.functions_h)
     complex_ops = frozenset(target.complex_ops)
-    ops = aten_ops(*specs)
+    ops = aten_ops(specs.native, specs.infos)
     by_function: dict = {}
     for f, info, exact in ops:
         if info is not None and info.op:

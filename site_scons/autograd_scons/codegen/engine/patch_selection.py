@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..emit.options import PatchTarget
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 from .keys import digest, dumps, generator_version, hash_of
 from ..parse.libtorch_classes import LibtorchClass, normalise_type, read_classes
 from ..tree import PATCH_REFERENCE
-from .units import Kind, Unit, load_units
+from .units import Kind, LoadedSpecs, Unit, load_units
 from .writer import write_atomic
 
 # Why an unedited Function is left out of `--all` (the report's keys).
@@ -77,10 +77,10 @@ class Selection:
 
 
 def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None,
-           specs: Optional[tuple] = None) -> Selection:
+           specs: Optional[LoadedSpecs] = None) -> Selection:
     """The Functions of `units` to patch (see the module's docstring), and
-    the ATen kernels (patch_kernels.py) of `specs` (native_functions,
-    derivatives, tags) the patch needs or (PatchTarget.kernels) can have.
+    the ATen kernels (patch_kernels.py) of `specs` (the update's parsed
+    specs: parsed once) the patch needs or (PatchTarget.kernels) can have.
     `out_dir` keeps the reference's digests between runs."""
     classes = _installed_classes(target.functions_h)
     reference = reference_digests(target, out_dir)
@@ -138,7 +138,7 @@ def called(info) -> set[str]:
 def _problem(u: Unit, theirs: Optional[LibtorchClass], hidden: dict,
              bound: frozenset) -> Optional[tuple[str, str]]:
     """(reason, one-line message) why `u` cannot be patched, or None."""
-    from ..emit.functions import class_layout  # (the emitter: on use, as units.py does)
+    from ..emit.functions.function_files import class_layout  # (the emitter: on use, as units.py does)
     name = u.name
     if theirs is None:
         return NOT_IN_LIBTORCH, (f"'{name}' is not a class of the installed libtorch (a new entry, or a "
@@ -147,7 +147,7 @@ def _problem(u: Unit, theirs: Optional[LibtorchClass], hidden: dict,
     if name in bound:
         return BOUND_LOCALLY, (f"libtorch binds the members of '{name}' to itself (hidden or protected "
                                f"visibility, or -Bsymbolic-functions): no other library can replace them")
-    base, members = class_layout(u.subject)
+    base, members = class_layout(u.info)
     mine = tuple((normalise_type(t), n) for t, n in members)
     if base != theirs.base:
         return OTHER_MEMBERS, (f"'{name}' would derive from {base} where libtorch's derives from "

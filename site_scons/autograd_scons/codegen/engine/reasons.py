@@ -2,7 +2,7 @@
 
 The engine decides by the reason, never by its wording: which reasons mean
 the unit is being edited (its specs changed: it compiles out of its bucket,
-layout.py) is a property of the reason.  The sentence is what the English
+buckets.py) is a property of the reason.  The sentence is what the English
 report says; the code, what the JSON build report says (one vocabulary).
 """
 
@@ -31,7 +31,7 @@ class Reason(enum.Enum):
 
     @property
     def code(self) -> str:
-        """Its name in the build report's data (report/schema.py): stable, where the sentence may be reworded."""
+        """Its name in the build report's data (build_report/json_schema.py): stable, where the sentence may be reworded."""
         return self.name.lower()
 
     @property

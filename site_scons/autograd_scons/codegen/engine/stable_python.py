@@ -11,7 +11,7 @@ import os
 from collections.abc import Collection
 from typing import Optional
 
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 
 _PACKAGED = os.path.join("packaged", "ATen", "native", "native_functions.yaml")
 

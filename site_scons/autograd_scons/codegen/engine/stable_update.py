@@ -53,7 +53,7 @@ class StableResult:
         kernel; their one TU the registration, kind stable)."""
         from ..tree import TUKind, TranslationUnit
         from .incremental import Result
-        from .layout import Layout
+        from .buckets import Layout
         from .units import Kind
         return Result(self.out_dir, list(self.ops), {op: Kind.KERNEL for op in self.ops},
                       [TranslationUnit(rel, TUKind.STABLE) for rel in self.sources], Layout(None, 0),
@@ -77,7 +77,7 @@ def update_stable(out_dir: str, request: FunctionsRequest, *, dry_run: bool = Fa
     from ..parse.extension_ops import kernel_units  # (the parser: on use)
     from ..parse.native_functions import load_tags, parse_native_functions
     from ..parse.yaml_io import read_text
-    from ..errors import SpecError
+    from autograd_scons.base.errors import SpecError
     try:
         text = read_text(request.native_functions)
     except OSError as e:

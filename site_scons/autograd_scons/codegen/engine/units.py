@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 from ..tree import FUNCTIONS, OPS
+
+if TYPE_CHECKING:   # (the fast path of an update imports no emitter)
+    from ..emit.options import EmitOptions
+    from ..emit.render import Subject
+    from ..model.autograd import DifferentiabilityInfo
+    from ..model.native import NativeSpec
 
 # Room under the usual 255-byte file-name limit for a suffix (`.cpp`, `.os`)
 # and the writer's temporary (`.<name>.<pid>.tmp`).
@@ -34,11 +40,13 @@ class Unit:
     kind: Kind
     name: str      # what keys and reports say: `MulBackward0`, `myops::scale_`
     stem: str      # file name without suffix, unique (case-insensitively) per folder
-    subject: Any   # DifferentiabilityInfo (FUNCTION) or model.extension_op.KernelUnit (KERNEL)
-    # Whether a FUNCTION gets Python bindings (emit/python_bindings.py): as in
+    # DifferentiabilityInfo (FUNCTION); model.extension_op.KernelUnit or, in a
+    # patch, model.aten_op.AtenKernel (KERNEL): emit/render.py renders each
+    subject: Subject
+    # Whether a FUNCTION gets Python bindings (emit/python_bindings/binding_units.py): as in
     # torch's build, the foreach Functions derived without an entry get none.
     bound: bool = True
-    # The stems of the extension ops its formulas call (emit/callers.py):
+    # The stems of the extension ops its formulas call (emit/op_kernels/callers.py):
     # their headers are included, so they are part of the key (keys.py).
     callees: tuple[str, ...] = ()
 
@@ -51,28 +59,40 @@ class Unit:
         """The unit's translation unit, relative to the output folder."""
         return f"{self.folder}/{self.stem}.cpp"
 
-    def render(self, opts: Any) -> dict[str, str]:
+    def render(self, opts: EmitOptions) -> dict[str, str]:
         # The emitters load on the first render: the manifest fast path needs none.
-        if self.kind is Kind.FUNCTION:
-            from ..emit.functions import render_op
-            # (in a patch of libtorch's Functions, a bound one is the patch's own class)
-            return render_op(self.subject, opts, self.callees, own_class=self.bound)
-        if hasattr(self.subject, "render"):   # (a patch's kernel of an ATen op: emit/aten_kernel.py)
-            return self.subject.render(opts)
-        from ..emit.kernels import render_kernel
-        return render_kernel(self.subject, opts, self.callees)
+        from ..emit.render import render_unit
+        # (in a patch of libtorch's Functions, a bound Function is the patch's own class)
+        return render_unit(self.subject, opts, self.callees, own_class=self.bound)
+
+    @property
+    def info(self) -> DifferentiabilityInfo:
+        """A FUNCTION's info (its subject)."""
+        from ..model.autograd import DifferentiabilityInfo
+        if not isinstance(self.subject, DifferentiabilityInfo):
+            raise TypeError(f"{self.name} is a {self.kind.value} unit, not a Function")
+        return self.subject
 
     def where(self) -> tuple[Optional[str], Optional[int], str]:
         """(file, line, entry) to locate the unit in the specs."""
+        from ..model.autograd import DifferentiabilityInfo
         s = self.subject
-        info = s if self.kind is Kind.FUNCTION else s.info
-        if self.kind is Kind.KERNEL or info is None or not info.file:
-            return s.func.file or None, s.func.line or None, str(s.func.func)
-        return info.file, info.line or None, str(info.func.func)
+        if isinstance(s, DifferentiabilityInfo) and s.file:   # (a Function: its entry's line)
+            return s.file, s.line or None, str(s.func.func)
+        return s.func.file or None, s.func.line or None, str(s.func.func)
 
 
-def load_units(native_functions: str, derivatives: str, tags: Optional[str] = None, *,
-               kernels: bool = True, native_cache=None) -> list[Unit]:
+@dataclass(frozen=True)
+class LoadedSpecs:
+    """The specs' units, with the parsed native functions and infos they
+    came from (a patch's ATen kernels are chosen from these: one parse)."""
+    units: list[Unit]
+    native: NativeSpec
+    infos: list[DifferentiabilityInfo]
+
+
+def load_model(native_functions: str, derivatives: str, tags: Optional[str] = None, *,
+               kernels: bool = True, native_cache=None) -> LoadedSpecs:
     """The specs' units in emission order: the Functions (load order, then
     the derived foreach ones), then, with `kernels`, the op kernels.  Raises
     SpecError if two units would write the same file.  `native_cache`: see
@@ -92,7 +112,13 @@ def load_units(native_functions: str, derivatives: str, tags: Optional[str] = No
     units += [Unit(Kind.KERNEL, k.op, k.stem, k, callees=callees(
         (d.formula for d in (k.info.forward_derivatives if k.info else ())), table)) for k in ops]
     check_file_names(units)
-    return units
+    return LoadedSpecs(units, specs.native, infos)
+
+
+def load_units(native_functions: str, derivatives: str, tags: Optional[str] = None, *,
+               kernels: bool = True, native_cache=None) -> list[Unit]:
+    """load_model's units alone."""
+    return load_model(native_functions, derivatives, tags, kernels=kernels, native_cache=native_cache).units
 
 
 def check_file_names(units: list[Unit]) -> None:

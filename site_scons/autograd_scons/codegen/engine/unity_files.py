@@ -1,4 +1,4 @@
-"""The files of the compile layout (layout.py): buckets and edit TUs.
+"""The files of the compile layout (buckets.py): buckets and edit TUs.
 
 A bucket holds its members' text itself, not `#include`s of their files:
 when an edited Function is shadowed (its old text left in its bucket and
@@ -14,7 +14,7 @@ import posixpath
 import re
 from typing import Callable, Iterable, Sequence
 
-from .layout import Layout, slot_of
+from .buckets import Layout, slot_of
 from ..templates import load
 from ..tree import BANNER, SUPPORT_CPP as SUPPORT, UNITY, TranslationUnit, TUKind, bucket_file, edit_file, include
 from .units import Unit
@@ -68,7 +68,7 @@ def render_buckets(units: Sequence[Unit], layout: Layout, which: Iterable[int],
     files = {}
     for i, ms in members.items():
         ms.sort(key=lambda u: u.source)
-        # once per library (emit/support.py)
+        # once per library (emit/functions/support.py)
         support = [f'#include "{include(bucket_file(i), SUPPORT)}"', ""] if i == 0 else []
         head = _BUCKET.substitute(banner=BANNER, i=str(i), n=str(layout.buckets), count=str(len(ms)),
                                   support=support)
@@ -96,7 +96,7 @@ def translation_units(units: Sequence[Unit], layout: Layout) -> list[Translation
     """What to compile, relative to the output folder, in link order: the
     edit TUs first (where a shadowed unit is defined twice, the linker
     takes the first definition), then the buckets; with unity=0, every
-    unit's own TU in emission order, then the support TU (emit/support.py)."""
+    unit's own TU in emission order, then the support TU (emit/functions/support.py)."""
     if layout.buckets == 0:
         return [TranslationUnit(u.source, TUKind.UNIT) for u in units] + \
             [TranslationUnit(SUPPORT, TUKind.SUPPORT)]

@@ -48,7 +48,7 @@ calls.py and methods.py (calls), names.py (tables and types), callees.py
 one module here that imports torch: generated code copies or imports it).
 """
 
-from ..errors import FormulaError
+from autograd_scons.base.errors import FormulaError
 from .callees import callees
 from .syntax import parse
 from .translate import gradient_variables, translate, translate_typed

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from ..errors import FormulaError
+from autograd_scons.base.errors import FormulaError
 
 # --------------------------------------------------------------- tokens
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Collection, Mapping, Optional, Union
 
-from ..errors import FormulaError
+from autograd_scons.base.errors import FormulaError
 from . import names as N
 from .syntax import (Binary, Braces, Call, Cast, Conditional, Index, Member, Name, Node, Number,
                      String, Unary, parse)

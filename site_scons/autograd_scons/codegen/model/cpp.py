@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-from ..errors import FormulaError
+from autograd_scons.base.errors import FormulaError
 from .schema import Argument, BaseType, CustomClassType, FunctionSchema, ListType, OptionalType, Return, Type
 
 
@@ -162,7 +162,7 @@ symIntArrayRefT = BaseCType("c10::SymIntArrayRef", view=True)
 optionalIntArrayRefT = BaseCType("at::OptionalIntArrayRef", view=True)
 optionalSymIntArrayRefT = BaseCType("at::OptionalSymIntArrayRef", view=True)
 # Not schema types: the packed options, and what formulas save of a tensor
-# (TypeAndSize spelled as torch's generated code sees it; emit/saved.py
+# (TypeAndSize spelled as torch's generated code sees it; emit/functions/saved.py
 # stores it under its torch::autograd name).
 tensorOptionsT, tensorGeometryT = BaseCType("at::TensorOptions"), BaseCType("at::TensorGeometry")
 typeAndSizeT = BaseCType("torch::autograd::generated::TypeAndSize")

@@ -1,9 +1,9 @@
 """An extension's own op (any namespace but `aten`) as the generator sees it:
 its native function paired with the info that differentiates it
 (`KernelUnit`), the C++ signature the dispatcher gives its kernels, the
-name of its caller (`<ns>::<caller>(...)`, emit/callers.py), and the kernels
+name of its caller (`<ns>::<caller>(...)`, emit/op_kernels/callers.py), and the kernels
 it declares for the extension to define (`DeclaredKernel`: what the linked
-library's check, build_folder/kernel_check.py, looks for)."""
+library's check, tool/kernel_check.py, looks for)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..errors import FormulaError
+from autograd_scons.base.errors import FormulaError
 from ..tree import op_file
 from .autograd import DifferentiabilityInfo
 from .cpp import OPTIONAL_TENSOR, ConstRefCType, argument_type, return_type
@@ -71,7 +71,7 @@ class KernelUnit:
         return self.info if self.info is not None and self.info.op else None
 
     def inputs_without_formula(self) -> list[str]:
-        """The tensor inputs (not out=, not written: emit/kernels.py checks
+        """The tensor inputs (not out=, not written: emit/op_kernels/kernels.py checks
         those) that the info gives no formula and does not mark
         non_differentiable: legal, as in ATen, and checked at run time (ATen
         also leaves out an input named `output`)."""
@@ -218,7 +218,7 @@ def batch_rule_signature(f: NativeFunction) -> tuple[str, list[str]]:
     (std::nullopt: not batched), the other arguments as the dispatcher
     passes them; it returns each result followed by its batch dimension, or
     nothing for an op that writes its first argument in place.  torchgen's
-    plumbing calls ATen's rules so, and emit/vmap.py's calls an extension's
+    plumbing calls ATen's rules so, and emit/op_kernels/vmap.py's calls an extension's
     (written by the tool for a kind, or by hand: `vmap: {rule: NAME}`).
     (return type, parameters with their names)."""
     params = []

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Optional, Union
 
-from ..errors import Error
+from autograd_scons.base.errors import Error
 
 
 class SchemaError(Error, ValueError):

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..errors import FormulaError, OptionError
+from autograd_scons.base.errors import FormulaError, OptionError
 from .schema import Argument, BaseType, ListType, OptionalType, Return, Type
 
 # The oldest torch `stable=True` targets: TORCH_BOX, torch_call_dispatcher and

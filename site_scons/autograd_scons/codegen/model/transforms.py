@@ -1,7 +1,7 @@
 """An extension op under the two transforms ATen's ops know: its autocast
 policy (`autocast:`) and its batch rule under vmap (`vmap:`), as parsed and
-checked (parse/transform_keys.py); what they generate is emit/autocast.py
-and emit/vmap.py.
+checked (parse/transform_keys.py); what they generate is emit/op_kernels/autocast.py
+and emit/op_kernels/vmap.py.
 
     - func: myops::affine(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
       autocast: lower_precision_fp          # or {CPU: fp32, CUDA: lower_precision_fp}

@@ -11,7 +11,7 @@ ignored.
 
 from __future__ import annotations
 
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 from .yaml_io import Entry
 
 # torchgen's NativeFunction.from_yaml pops exactly these.

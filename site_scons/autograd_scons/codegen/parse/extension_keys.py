@@ -11,7 +11,7 @@ Each dispatch key maps to the name of a kernel in the namespace
 `<ns>::native` (like ATen's `at::native`); several keys may share one line
 (`CPU, CUDA: kernel`).  The op's generated header declares every named
 kernel with the dispatcher's C++ signature and its TU registers each under
-its key (emit/dispatch.py), so the hand-written code only defines them.  A
+its key (emit/op_kernels/dispatch.py), so the hand-written code only defines them.  A
 CompositeImplicitAutograd kernel is differentiated through what it calls.
 An op without `dispatch:` registers its kernels itself.
 
@@ -22,14 +22,14 @@ An op without `dispatch:` registers its kernels itself.
         inverse: band_scatter          # myops::native::band_scatter(base, mutated_view, k)
 
 The checks that need the op's derivatives entry too are made where the two
-are paired (extension_ops.py); what a view op's kernels are is emit/views.py.
+are paired (extension_ops.py); what a view op's kernels are is emit/op_kernels/views.py.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 from ..model.extension_op import cpp_identifier
 from ..model.native import Dispatch, Held, View
 from ..model.schema import FunctionSchema

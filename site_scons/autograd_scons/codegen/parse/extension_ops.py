@@ -6,7 +6,7 @@ files made and located here, before anything is emitted.
 - `kernel_units`: an extension's ops (any namespace but aten), each with the
   info that differentiates it (model/extension_op.py, KernelUnit);
 - `caller_table` and `callees`: which extension ops a formula calls through
-  the dispatcher (`<ns>::<caller>(...)`, emit/callers.py), whose headers its
+  the dispatcher (`<ns>::<caller>(...)`, emit/op_kernels/callers.py), whose headers its
   unit then includes.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 from ..model.autograd import DifferentiabilityInfo, uses_ident, written_as
 from ..model.extension_op import KernelUnit
 from ..model.native import NativeSpec

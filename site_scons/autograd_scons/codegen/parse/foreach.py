@@ -16,7 +16,7 @@ from typing import Optional
 from ..model.autograd import (Derivative, DifferentiabilityInfo, ForwardDerivative, SavedAttribute,
                            unique_by_name)
 from ..model.cpp import CType, api_name, argument_type, cpp_arguments, tensorListT
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 from ..model.schema import FUNCTIONAL, INPLACE, OUT, Argument, FunctionSchema, ListType, is_tensor_like
 from .native_functions import NativeFunction, NativeSpec
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from ..errors import FormulaError
+from autograd_scons.base.errors import FormulaError
 from ..model.autograd import IDENT, Derivative, uses_ident
 
 _GRAD_INDEX_RE = re.compile(r"(?:^|\W)grads\[(\d+)\]")

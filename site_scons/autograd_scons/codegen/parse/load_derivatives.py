@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..model.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardDerivative,
                            unique_by_name, uses_ident)
 from ..model.cpp import Binding, cpp_arguments, return_names, return_type
-from ..errors import FormulaError, SpecError
+from autograd_scons.base.errors import FormulaError, SpecError
 from .grad_usage import check_grad_usage as _check_grad_usage, grad_indices as _grad_indices, reserved_argument
 from .matching import Matcher, view_copy_infos
 from .saved_attributes import saved_attributes

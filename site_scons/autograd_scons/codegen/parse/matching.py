@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..model.autograd import DifferentiabilityInfo
 from ..model.cpp import api_name
 from ..model.native import NativeFunction, NativeSpec
-from ..errors import FormulaError, SpecError
+from autograd_scons.base.errors import FormulaError, SpecError
 
 
 class Matcher:

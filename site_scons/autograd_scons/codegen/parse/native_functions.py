@@ -10,7 +10,7 @@ import re
 import string
 from typing import Optional, Sequence
 
-from ..errors import FormulaError, SpecError
+from autograd_scons.base.errors import FormulaError, SpecError
 from ..model.schema import (FUNCTIONAL, INPLACE, MUTABLE, OUT, Annotation, Argument, Arguments,
                     BaseType, FunctionSchema, OperatorName, Return, SchemaError,
                     check_name, is_tensor_like)
@@ -239,7 +239,7 @@ def _view_copies(funcs: Sequence[NativeFunction]) -> list[NativeFunction]:
     """The `{view}_copy` twin of each extension op that returns a view and
     has kernels of its own (not CompositeImplicitAutograd): the view's schema
     without alias annotations, whose kernels the generator writes
-    (emit/views.py).  ATen's specs declare their twins themselves."""
+    (emit/op_kernels/views.py).  ATen's specs declare their twins themselves."""
     by_name = {(f.namespace, str(f.func.name)): f for f in funcs}
     out: list[NativeFunction] = []
     for f in funcs:

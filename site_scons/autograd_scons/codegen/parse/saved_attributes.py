@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Callable, NamedTuple, Optional, Sequence, Union
 
-from ..errors import FormulaError
+from autograd_scons.base.errors import FormulaError
 from ..model.autograd import SavedAttribute, uses_ident
 from ..model.cpp import (CType, OptionalCType, VectorCType, boolT, layoutT, longT, scalarTypeT, stringViewT,
                       symIntArrayRefT, symIntT, tensorGeometryT, tensorOptionsT, typeAndSizeT)

@@ -1,6 +1,6 @@
 """`autocast:` and `vmap:` of an extension's op, checked against its schema
 and located as its entry is parsed (the model: model/transforms.py; what
-they generate: emit/autocast.py, emit/vmap.py).
+they generate: emit/op_kernels/autocast.py, emit/op_kernels/vmap.py).
 
     - func: myops::affine(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
       autocast: lower_precision_fp          # one policy for every device type,
@@ -18,7 +18,7 @@ import dataclasses
 import re
 from typing import Callable, Optional, Sequence
 
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 from ..model.extension_op import cpp_identifier, dispatcher_signature
 from ..model.native import NativeFunction
 from ..model.schema import OUT, Argument, FunctionSchema, is_tensor_like

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from ..errors import SpecError
+from autograd_scons.base.errors import SpecError
 
 try:
     _Loader = yaml.CSafeLoader

@@ -1,7 +1,7 @@
 ${banner}
 // The Autograd kernel of ${op}, as torch's VariableType has it, for a patch
 // of the installed torch: registered at the Autograd key over libtorch's own
-// (site_scons/autograd_scons/codegen/emit/aten_kernel.py).
+// (site_scons/autograd_scons/codegen/emit/aten_kernels/aten_kernel.py).
 
 #include ${class_header}
 #include <ATen/SparseCsrTensorUtils.h>

@@ -1,6 +1,6 @@
 ${banner}
 // Refuses to load a library next to another one defining an autograd
-// Function of the same qualified name (codegen/emit/load_check.py).
+// Function of the same qualified name (codegen/emit/functions/load_check.py).
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -135,7 +135,7 @@ bool claim_kernel(const char* op) {
 #pragma GCC visibility pop
 
 // What `autograd_scons.patched_functions()` reads through ctypes
-// (site_scons/autograd_scons/torch_patch/run.py): the classes this library defines, and
+// (site_scons/autograd_scons/torch_patch/preload.py): the classes this library defines, and
 // whether libtorch calls each one's definitions here.
 extern "C" __attribute__((visibility("default"))) size_t autograd_scons_patch_count() {
   return autograd_functions_load::patched().size();

@@ -1,6 +1,6 @@
 ${banner}
 // What a patch of libtorch's own Functions checks as it loads
-// (codegen/emit/load_check.py): each Function's file records its class,
+// (codegen/emit/functions/load_check.py): each Function's file records its class,
 // and a patch whose definitions libtorch does not call says so.
 #pragma once
 

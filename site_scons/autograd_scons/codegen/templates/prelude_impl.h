@@ -74,7 +74,7 @@ __attribute__((visibility("hidden"))) void compiled_autograd_bind(
     size_t n);
 
 // Compiled autograd's steps on the common saved types, instantiated once
-// per library in support.cpp (codegen/emit/support.py): a Function's TU calls
+// per library in support.cpp (codegen/emit/functions/support.py): a Function's TU calls
 // them instead of instantiating torch's templates again.
 #pragma GCC visibility push(hidden)
 ${step_declarations}

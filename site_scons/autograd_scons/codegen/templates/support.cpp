@@ -1,6 +1,6 @@
 ${banner}
 // Out-of-line definitions every generated TU calls, compiled once per
-// library (codegen/templates/support.cpp, filled by codegen/emit/support.py).
+// library (codegen/templates/support.cpp, filled by codegen/emit/functions/support.py).
 
 #include "${prelude_impl_h}"
 #include "${load_check_h}"

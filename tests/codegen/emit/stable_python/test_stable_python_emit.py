@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from autograd_scons.codegen.errors import SpecError
+from autograd_scons.base.errors import SpecError
 from conftest import DERIVATIVES, NATIVE, generated_files
 
 

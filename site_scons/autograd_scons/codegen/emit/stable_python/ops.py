@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...errors import FormulaError, SpecError
+from autograd_scons.base.errors import FormulaError, SpecError
 from ...formula.names import cpp_type, schema_type
 from ...model.autograd import DifferentiabilityInfo, differentiable_outputs, uses_ident, written_as
 from ...model.cpp import return_names

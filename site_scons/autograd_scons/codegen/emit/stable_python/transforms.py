@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from ...errors import SpecError
+from autograd_scons.base.errors import SpecError
 from ...model.extension_op import KernelUnit
 from ...model.transforms import FAKE_LIKE, FAKE_POINTWISE, FAKE_PYTHON, FP32_APPEND_DTYPE, FP32_SET_OPT_DTYPE, \
     POINTWISE, RULE

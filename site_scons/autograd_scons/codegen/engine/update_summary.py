@@ -1,0 +1,131 @@
+"""What an update says: one report line, and why a unit was (not) regenerated."""
+
+from __future__ import annotations
+
+import difflib
+
+from .incremental import Result
+from .buckets import Layout, bucket_of, slot_of
+from ..tree import TUKind, bucket_file, edit_file
+from .units import Kind
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 or what.endswith("s") else "s")
+
+
+def report(result: Result) -> str:
+    """'N Functions + M op kernels: a regenerated, b unchanged, c removed; why'."""
+    n, a, c = len(result.units), len(result.regenerated), len(result.removed)
+    verb = "would be " if result.dry_run else ""
+    kernels = sum(1 for u in result.units if result.kinds[u] is Kind.KERNEL)
+    what = f"{n - kernels} Functions" + (f" + {kernels} op kernels" if kernels else "")
+    head = (f"{what}: {verb}{a} regenerated, {result.unchanged} unchanged, "
+            f"{verb}{c} removed")
+    if not result.parsed:
+        return head + "; inputs unchanged (specs not parsed)"
+    groups: dict = {}
+    for unit, why in result.reasons.items():
+        groups.setdefault(why.sentence, []).append(unit)
+    parts = []
+    for why, names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        parts.append(f"{why}: {len(names)} ({shown})")
+    if result.unchecked:
+        shown = ", ".join(f"{u} ({', '.join(a)})" for u, a in sorted(result.unchecked.items()))
+        parts.append(f"inputs with no formula, refused at run time if they require grad: {shown}")
+    if result.patch is not None:
+        parts.append(patch_part(result.patch))
+    rendered = len([u for u in result.reasons if u not in result.removed])
+    if rendered > a:
+        parts.append(f"{rendered - a} re-rendered identical, left untouched")
+    return head + "; " + ("; ".join(parts) if parts else "specs changed, no unit affected")
+
+
+def patch_part(selection) -> str:
+    """What a patch of libtorch's Functions defines and leaves out (patch_selection.py)."""
+    text = f"patching {len(selection.units)} of libtorch's Functions ({len(selection.edited)} edited)"
+    if selection.left_out:
+        text += "; left out: " + ", ".join(f"{len(names)} {why}" for why, names in
+                                           sorted(selection.left_out.items(), key=lambda kv: -len(kv[1])))
+    return text
+
+
+def layout_line(result: Result) -> str:
+    """How the units compile: 'compiled as 2 buckets + 1 unit in 1 edit TU (...)'."""
+    lay = result.layout
+    if lay.buckets == 0:
+        return f"compiled as {_count(len(result.units), 'TU')}, one per unit (unity=0)" + bindings_part(result)
+    line = f"compiled as {_count(lay.buckets, 'buckets' if lay.buckets != 1 else 'bucket')}"
+    if lay.alone:
+        tus = len(result.of_kind(TUKind.EDIT))
+        shown = ", ".join(lay.alone[:3]) + (", ..." if len(lay.alone) > 3 else "")
+        line += (f" + {_count(len(lay.alone), 'units' if len(lay.alone) != 1 else 'unit')} in "
+                 f"{_count(tus, 'edit TUs' if tus != 1 else 'edit TU')} ({shown})")
+    if lay.shadowed:
+        line += f", {len(lay.shadowed)} overriding {'its' if len(lay.shadowed) == 1 else 'their'} old text in a bucket"
+    return line + bindings_part(result)
+
+
+def bindings_part(result: Result) -> str:
+    """', Python bindings in N TUs (k rewritten)', or '' when there are none."""
+    n = len(result.of_kind(TUKind.BINDING))
+    if not n:
+        return ""
+    line = f", Python bindings in {_count(n, 'TUs' if n != 1 else 'TU')}"
+    return line + (f" ({len(result.bindings_rewritten)} rewritten)" if result.parsed else "")
+
+
+def where(layout: Layout, name: str) -> str:
+    """Where unit `name` compiles under `layout`, as a report says it."""
+    b = layout.place(name)
+    if b is not None:
+        return f"compiled in {bucket_file(b)}"
+    if layout.buckets == 0:
+        return "compiled as its own TU (unity=0)"
+    said = f"compiled in {edit_file(slot_of(name, layout.slots))}, out of its bucket, since it was edited"
+    if name in layout.shadowed:
+        said += (f"; its old text in {bucket_file(bucket_of(name, layout.buckets))} is "
+                 "overridden at link (that bucket was not recompiled)")
+    return said
+
+
+def _bindings_place(result: Result, unit: str) -> str:
+    shard = result.bindings.get(unit)
+    if shard is not None:
+        state = "rewritten" if shard in result.bindings_rewritten else "unchanged"
+        return f"; its Python bindings compile in {shard} ({state})"
+    if result.parsed and result.kinds.get(unit) is Kind.FUNCTION:
+        return "; no Python bindings" + ("" if result.bindings else " (python=False)")
+    return ""
+
+
+def foreign_line(result: Result) -> str:
+    """Files found in the generated folders that the tool did not make."""
+    f = result.foreign
+    shown = ", ".join(f[:3]) + (", ..." if len(f) > 3 else "")
+    return (f"{_count(len(f), 'file')} in {result.out_dir} not generated by this tool, "
+            f"left alone: {shown}")
+
+
+def explain(result: Result, unit: str) -> str:
+    """Why `unit` was (or was not) regenerated, and where it compiles, in
+    `--debug=explain` style."""
+    if unit in result.removed:
+        return f"{unit}: removed: {result.reasons[unit].sentence}"
+    if unit not in result.keys:
+        close = difflib.get_close_matches(unit, result.units, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        return f"{unit}: not a unit of these specs{hint}"
+    key, place = result.keys[unit][:16], where(result.layout, unit) + _bindings_place(result, unit)
+    if result.unchecked.get(unit):
+        place += (f"; inputs with no formula ({', '.join(result.unchecked[unit])}): legal, refused at run time "
+                  "if they require grad (check_no_requires_grad)")
+    if not result.parsed:
+        return f"{unit}: up to date: inputs unchanged since the last build, key {key}; {place}"
+    why = result.reasons.get(unit)
+    if why is None:
+        return f"{unit}: up to date: key {key} unchanged; {place}"
+    if unit in result.regenerated:
+        return f"{unit}: regenerated: {why.sentence} (key now {key}); {place}"
+    return f"{unit}: re-rendered ({why.sentence}), output identical: not rewritten; {place}"

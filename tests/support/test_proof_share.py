@@ -1,0 +1,19 @@
+"""The share of the long proofs a CI run covers (support/proof_share.py):
+chosen from the commit, and the whole proof on request."""
+
+import pytest
+
+from support.proof_share import PARTS, describe, share
+
+
+def test_the_share_is_asked_for_or_taken_from_the_commit(tmp_path):
+    assert share({"AGF_PROOF_SHARE": "all"}) == (0, 1)
+    assert share({"AGF_PROOF_SHARE": "2/5"}) == (2, 5)
+    k, n = share({})
+    assert n == PARTS and 0 <= k < n   # (this checkout's HEAD)
+    assert share({}, repo=str(tmp_path)) == (0, 1)   # not a checkout: every op
+    assert describe(0, 1) == "every op" and "AGF_PROOF_SHARE=all" in describe(1, 3)
+    for bad in ("3/3", "x/2", "1"):
+        with pytest.raises(ValueError, match="AGF_PROOF_SHARE"):
+            share({"AGF_PROOF_SHARE": bad})
+
