@@ -83,3 +83,16 @@ def test_the_rule(tmp_path, extra, refused):
         assert line is None
     else:
         assert line.startswith(f"a.o: stable-ABI audit: references '{refused}', ")
+
+
+def test_a_declared_kernel_no_object_defines_is_said_as_such(tmp_path):
+    nm = tmp_path / "nm"
+    missing = "                 U _ZN9stableops6native7mul_cpuERKN5torch6stable6TensorES5_\n"
+    (tmp_path / "lib.txt").write_text(NM_LIBRARY % ("                 U _ZN2at4_ops3cos4callERKNS_6TensorE\n" + missing))
+    (tmp_path / "obj.txt").write_text(missing)
+    nm.write_text(f"#!/bin/sh\ncase \"$1\" in -D) cat {tmp_path}/lib.txt;; *) cat {tmp_path}/obj.txt;; esac\n")
+    os.chmod(nm, 0o755)
+    line = audit("lib.so", ["registration.os"], nm=str(nm), declared=["stableops::native::mul_cpu("])
+    assert line == ("lib.so: the kernel 'stableops::native::mul_cpu(torch::stable::Tensor const&, "
+                    "torch::stable::Tensor const&)' that native_functions.yaml's dispatch: declares is defined "
+                    "by no object linked into it (and 1 other symbol) (referenced by registration.os)")

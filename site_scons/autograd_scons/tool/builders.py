@@ -225,7 +225,8 @@ def _shared_library(env, *args, **kw):
             lambda target, source, env: _check_kernels(target, declared), None))
     stable = sorted({f for f in stable_build.STABLE_FOLDERS for s in sources if s.startswith(f + os.sep)})
     if stable:  # a stable target's library: its imports audited after each link, its autograd beside it
-        stable_build.audited(env, lib, [s for n in lib for s in n.sources], stable_build.STABLE_FOLDERS[stable[0]][0])
+        stable_build.audited(env, lib, [s for n in lib for s in n.sources], stable_build.STABLE_FOLDERS[stable[0]][0],
+                             [k for f in stable for k in stable_build.DECLARED.get(f, ())])
         # returned with the library: whatever installs or packages it takes its autograd along
         lib = SCons.Util.NodeList(list(lib) + list(stable_build.autograd_module(env, lib, stable[0])))
     return lib
@@ -258,15 +259,23 @@ def _check_kernels(target, declared):
     return 0
 
 
-def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None, request=None, **options):
+def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None, request=None, sources=(),
+                    **options):
     """Generate, compile and link the Functions into one shared library
     (the options are AutogradFunctions'); when a stamp (library_noop.py) says
     nothing changed since it was built, return it as a plain file without
-    declaring the per-op graph."""
+    declaring the per-op graph.  `sources`: the stable target's kernels,
+    compiled stable into the library (tool/stable_build.py); the C++
+    target links the generated code alone (your kernels: AutogradFunctions'
+    `pch_sources` and your own SharedLibrary)."""
     request = _request(outdir, native_functions, derivatives, options, request)
     env.AppendUnique(CPPPATH=[_no_duplicate(env.Dir(outdir))])  # for the caller's own code
     if request.stable is not None:
-        return stable_build.stable_library(env, target, outdir, request)
+        return stable_build.stable_library(env, target, outdir, request, env.Flatten([sources]))
+    if env.Flatten([sources]):
+        _fail(f"AutogradLibrary({str(target)!r}): sources= are the stable target's kernels (stable=); the C++ "
+              f"target's library holds the generated code alone: link your sources with AutogradFunctions(..., "
+              f"pch_sources=...) and env.SharedLibrary")
     env = env.Clone()  # the key must describe the environment the builders use
     nodes, result, record = _generate(env, outdir, request)
     out = _no_duplicate(env.Dir(outdir))

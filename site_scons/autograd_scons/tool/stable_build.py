@@ -36,6 +36,8 @@ _FULL_API_LIBS = ("c10", "torch", "torch_python")
 # The autograd module's name beside the library `<name>.so`: `<name>.py`
 # would be shadowed by the .so itself, which Python's import tries first.
 MODULE_SUFFIX = "_autograd.py"
+# generated folder -> the kernels its dispatch: declares (`ns::native::name(`), for the audit's line.
+DECLARED: dict = {}
 # generated folder -> (its StableTarget, its autograd module): a link with an
 # object of that folder is audited, and gets the module beside it.
 STABLE_FOLDERS: dict = {}
@@ -75,6 +77,7 @@ def generate(env, outdir, request):
             remove_made_folder(out.abspath)
         _fail(str(e) if isinstance(e, SpecError) else f"AutogradFunctions({str(outdir)!r}): {os_error_line(e)}")
     STABLE_FOLDERS[out.abspath] = (request.stable, result.python, tuple(result.support))
+    DECLARED[out.abspath] = tuple(f"{ns}::native::{name}(" for ns, name in result.kernels)
     if not SCons.Script.GetOption("clean"):   # the closing line and the JSON report (its TU kind: stable)
         closing_lines.REPORT.add(out, result.update_result(), env=env, specs=(nf, d, tags),
                                   generate_s=time.perf_counter() - started, target=f"torch>={request.stable.version}")
@@ -104,17 +107,19 @@ _MODULES: dict = {}
 
 
 def _audit_action(target, source, env):
-    objects, stable = _AUDITS[target[0].abspath]
-    problem = symbol_audit.audit(target[0].abspath, objects, env.subst("$AUTOGRAD_NM") or "nm", stable.version)
+    objects, stable, declared = _AUDITS[target[0].abspath]
+    problem = symbol_audit.audit(target[0].abspath, objects, env.subst("$AUTOGRAD_NM") or "nm", stable.version,
+                                 declared)
     if problem:
         os.remove(target[0].abspath)  # never left for a load to fail on
         raise SCons.Errors.BuildError(node=target[0], errstr=problem, exitstatus=2)
     return 0
 
 
-def audited(env, lib, objects, stable):
-    """Audit `lib` after its link (out of its signature: nothing relinks for it)."""
-    _AUDITS[lib[0].abspath] = ([str(getattr(o, "abspath", o)) for o in objects], stable)
+def audited(env, lib, objects, stable, declared=()):
+    """Audit `lib` after its link (out of its signature: nothing relinks for it);
+    `declared`: the kernels dispatch: declares, named as such when no object defines one."""
+    _AUDITS[lib[0].abspath] = ([str(getattr(o, "abspath", o)) for o in objects], stable, tuple(declared))
     env.AddPostAction(lib[:1], SCons.Action.Action(_audit_action, None))
     return lib
 
@@ -146,8 +151,9 @@ def autograd_module(env, lib, folder):
     return list(module) + copies
 
 
-def stable_library(env, target, outdir, request):
-    """Link the stable library (audited, its autograd module beside it:
-    builders._shared_library does both, and returns both)."""
-    objects, _, _ = stable_objects(env, outdir, request)
+def stable_library(env, target, outdir, request, sources=()):
+    """Link the stable library of the registration and the kernels
+    `sources` (audited, its autograd module beside it: builders._shared_library
+    does both, and returns both)."""
+    objects, _, _ = stable_objects(env, outdir, request, sources)
     return stable_env(env, request.stable).SharedLibrary(target, objects)

@@ -80,15 +80,22 @@ def referencing_object(symbol: str, objects: Sequence[str], nm: str = "nm") -> O
     return None
 
 
-def audit(library: str, objects: Sequence[str], nm: str = "nm", target: str = "") -> Optional[str]:
+def audit(library: str, objects: Sequence[str], nm: str = "nm", target: str = "",
+          declared: Sequence[str] = ()) -> Optional[str]:
     """None when the library imports only what the rule allows; else one line
-    about the first symbol refused, and how many others there are."""
+    about the first symbol refused, and how many others there are.
+    `declared`: the kernels native_functions.yaml's `dispatch:` declares
+    (`ns::native::name(`): one of them undefined is said as a missing kernel."""
     refused = disallowed(library, nm)
     if not refused:
         return None
-    symbol, name = refused[0][0].split("@")[0], refused[0][1]
+    missing = [(s, d) for s, d in refused if d.startswith(tuple(declared))] if declared else []
+    symbol, name = (missing or refused)[0][0].split("@")[0], (missing or refused)[0][1]
     obj = referencing_object(symbol, objects, nm)
     more = f" (and {len(refused) - 1} other symbol{'s' if len(refused) > 2 else ''})" if len(refused) > 1 else ""
+    if missing:
+        return (f"{library}: the kernel '{name}' that native_functions.yaml's dispatch: declares is defined by "
+                f"no object linked into it{more} (referenced by {obj or 'the registration'})")
     return (f"{obj or library}: stable-ABI audit: references '{name}'{more}, which is neither "
             f"a stable C shim (aoti_torch_*, torch_*) nor the C/C++ runtime: a library built for "
             f"torch>={target or '?'} must reach torch through torch/csrc/stable/ only")
