@@ -192,7 +192,7 @@ LAYERS = [
                                       "autograd_scons.codegen.templates", *_GENERATOR_BASE], ("SCons", "torch")),
     # the formula translator, on the model; its helpers module is runtime code for the
     # generated Python (torch only), never imported by the generator itself
-    ("autograd_scons.codegen.formula.torch_helpers", [], ("SCons",)),
+    ("autograd_scons.codegen.formula.torch_helpers*", ["autograd_scons.codegen.formula.torch_helpers*"], ("SCons",)),
     ("autograd_scons.codegen.formula*", ["autograd_scons.codegen.formula*", "autograd_scons.codegen.model*",
                                          *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.templates", [], ("SCons", "torch")),

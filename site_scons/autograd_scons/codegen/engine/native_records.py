@@ -28,12 +28,12 @@ from typing import Any
 
 from ..model.native import Dispatch, Held, NativeFunction, NativeSpec, View, ViewGroup
 from ..model.schema import FunctionSchema, OperatorName
-from ..model.transforms import Autocast, Redispatch, Vmap
+from ..model.transforms import Autocast, Fake, Redispatch, Vmap
 from ..model.schema_parts import Annotation, Argument, Arguments, BaseType, CustomClassType, ListType, OptionalType, Return
 
 _CLASSES = {c.__name__: c for c in (NativeSpec, NativeFunction, ViewGroup, FunctionSchema, OperatorName, Arguments,
                                     Argument, Return, Annotation, BaseType, CustomClassType, ListType, OptionalType,
-                                    Dispatch, View, Held, Autocast, Redispatch, Vmap)}
+                                    Dispatch, View, Held, Autocast, Redispatch, Vmap, Fake)}
 _FIELDS = {name: tuple(f.name for f in dataclasses.fields(c)) for name, c in _CLASSES.items()}
 _PLAIN = (str, int, float, bool, type(None))
 _PLAIN_TYPES = frozenset(_PLAIN)

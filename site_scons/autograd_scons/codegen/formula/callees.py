@@ -38,7 +38,8 @@ def callees(functions: Iterable[NativeFunction]) -> dict[str, Callee]:
         name = f.func.name.name
         args = f.func.arguments
         overloads[name].append(Overload(tuple(a.name for a in args.positional),
-                                        tuple(a.name for a in args.kwarg_only), _returns(f)))
+                                        tuple(a.name for a in args.kwarg_only), _returns(f),
+                                        tuple(schema_type(str(a.type)) for a in args.positional + args.kwarg_only)))
         if "function" in f.variants:
             module = f.raw.get("python_module")
             where[name].add(_MODULES.get(module, UNKNOWN))
@@ -46,8 +47,20 @@ def callees(functions: Iterable[NativeFunction]) -> dict[str, Callee]:
     out = {}
     for name, ovs in overloads.items():
         mods = where.get(name, set())
-        python = f"{next(iter(mods))}.{name}" if len(mods) == 1 and UNKNOWN not in mods else None
-        if python is None and not method[name]:
-            python = f"torch.ops.aten.{name}"
-        out[name] = Callee(name, python, method[name], tuple(ovs))
+        out[name] = Callee(name, _home(name, mods), method[name], tuple(ovs))
     return out
+
+
+def _home(name: str, modules: set) -> str:
+    """`torch.NAME` for a public function of torch's namespace; the op
+    itself (`torch.ops.aten.NAME`, resolved by the dispatcher as C++ resolves
+    it) for the rest: torch binds no Python function for most `_backward`,
+    `_forward`, private and module (`nn`, `linalg`...) names the formulas
+    call, and which it binds is not in native_functions.yaml."""
+    public = not name.startswith("_") and not any(w in name for w in _UNBOUND_WORDS)
+    if modules == {"torch"} and public:
+        return f"torch.{name}"
+    return f"torch.ops.aten.{name}"
+
+
+_UNBOUND_WORDS = ("backward", "forward", "_jvp")

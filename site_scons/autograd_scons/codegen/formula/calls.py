@@ -30,9 +30,13 @@ def function_call(tr: "Translator", c: Call, fn: Name) -> "Typed":
         return "None", "None"
     if text in _WRAPPERS:
         return _wrapper(tr, c, text, _WRAPPERS[text])
+    if text in ("GradMode::is_enabled", "at::GradMode::is_enabled", "c10::GradMode::is_enabled") and not c.args:
+        return "torch.is_grad_enabled()", "bool"
     if text == "std::numeric_limits::infinity":
         return "math.inf", "float"
-    if len(fn.parts) == 1 and text in tr.helpers:
+    if (len(fn.parts) == 1 or fn.parts[0] == "at" and len(fn.parts) == 2 and lookup(tr, fn.parts[1]) is None) \
+            and fn.parts[-1] in tr.helpers:
+        text = fn.parts[-1]
         args = tr.arguments(c.args)
         return f"{tr.helper_prefix}{text}({', '.join(a for a, _ in args)})", tr.helpers[text]
     if fn.parts[0] == "std" and len(fn.parts) == 2 and fn.parts[1] in {"sqrt", "exp", "log", "pow", "abs"}:
@@ -125,6 +129,12 @@ def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed
     fits = [o for o in callee.overloads if n <= len(o.positional) + len(o.kwarg_only)]
     if not fits:
         raise tr.refuse(f"the call of '{callee.name}' with {n} arguments (no overload takes them)", c)
+    # C++ picks the overload by the arguments' types: those known narrow it.
+    typed = [o for o in fits if o.accepts([t for _, t in plain], offset)]
+    fits = typed or fits
+    # ...and, as C++'s exact matches win over conversions (a ScalarType
+    # to TensorOptions), an overload taking them all positionally wins.
+    fits = [o for o in fits if n <= len(o.positional)] or fits
     texts = [a for a, _ in plain]
     if any(n > len(o.positional) for o in fits):
         # Positions past `*` become keywords: the same names in every
@@ -140,11 +150,24 @@ def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed
         keys = named.pop()
         texts = texts[:start] + [f"{k}={v}" for k, v in zip(keys, texts[start:])]
     texts += [f"**{o}" for o in options]
-    returns = callee.returns()
-    if receiver is not None:
+    kinds = {o.returns for o in fits}
+    returns = kinds.pop() if len(kinds) == 1 else N.UNKNOWN
+    if receiver is not None and python_method(callee.name):
         return f"{receiver[0]}.{callee.name}({', '.join(texts)})", returns
+    if receiver is not None:
+        return f"torch.ops.aten.{callee.name}({', '.join([receiver[0]] + texts)})", returns
     if callee.python is None:   # a method only: on its first argument
         first, rest = texts[0], texts[1:]
         recv = first if first.isidentifier() else f"({first})"
         return f"{recv}.{callee.name}({', '.join(rest)})", returns
     return f"{callee.python}({', '.join(texts)})", returns
+
+
+# ATen methods Tensor has no Python method for (Python indexes with []).
+_NO_PYTHON_METHOD = frozenset(["slice", "index", "slice_symint"])
+
+
+def python_method(name: str) -> bool:
+    """Whether torch.Tensor has the ATen method `name` as a Python method
+    (private and `_backward` ones are called as ops instead)."""
+    return not name.startswith("_") and "backward" not in name and name not in _NO_PYTHON_METHOD

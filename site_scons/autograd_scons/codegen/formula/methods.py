@@ -15,9 +15,13 @@ if TYPE_CHECKING:
 
 
 def method_call(tr: "Translator", c: Call, m: Member) -> "Typed":
-    if m.arrow:
-        raise tr.refuse(f"the member access '->{m.name}' (an optional's or a pointer's member)", m)
     recv, t = tr.operand(m.obj)
+    if m.arrow and not t.endswith("?"):
+        # `opt->f()` is the optional's value's member (Python's optional is
+        # the value itself); any other `->` is a pointer's.
+        raise tr.refuse(f"the member access '->{m.name}' (a pointer's member)", m)
+    if m.arrow:
+        t = N.base(t)
     args = tr.arguments(c.args)
     b = N.base(t)
     if m.name in ("has_value", "defined") and (t.endswith("?") or b == "Tensor"):

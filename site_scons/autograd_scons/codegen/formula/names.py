@@ -92,7 +92,9 @@ CONSTANTS = {
     "at::MemoryFormat::Contiguous": ("torch.contiguous_format", "MemoryFormat"),
     "MemoryFormat::Contiguous": ("torch.contiguous_format", "MemoryFormat"),
     "at::kStrided": ("torch.strided", "Layout"), "c10::kStrided": ("torch.strided", "Layout"),
-    "c10::kJagged": ("torch.jagged", "Layout"), "at::kJagged": ("torch.jagged", "Layout"),
+    "c10::kJagged": ("torch.jagged", "Layout"),
+    "kCudnnDoubleBackwardMsg": ("'double backward is not supported for cuDNN RNNs: disable cuDNN "
+                                "(torch.backends.cudnn.flags(enabled=False)) around the forward'", "str"), "at::kJagged": ("torch.jagged", "Layout"),
 }
 for _cpp, _py in (("Float", "float32"), ("Double", "float64"), ("Half", "float16"), ("BFloat16", "bfloat16"),
                   ("Long", "int64"), ("Int", "int32"), ("Bool", "bool"), ("Byte", "uint8"),
@@ -126,6 +128,12 @@ class Overload:
     positional: tuple[str, ...]   # argument names before `*`, self included
     kwarg_only: tuple[str, ...]   # after `*` (out= arguments left out)
     returns: str                  # vocabulary type; "tuple" for several returns
+    types: tuple[str, ...] = ()   # of positional + kwarg_only, vocabulary types
+
+    def accepts(self, args: "list[str]", offset: int) -> bool:
+        """Whether arguments of these types (after `offset` receivers) may
+        bind to this overload as C++ would convert them."""
+        return all(compatible(a, p) for a, p in zip(args, self.types[offset:]))
 
 
 @dataclass(frozen=True)
@@ -139,3 +147,22 @@ class Callee:
     def returns(self) -> str:
         kinds = {o.returns for o in self.overloads}
         return kinds.pop() if len(kinds) == 1 else UNKNOWN
+
+
+_WIDER = {"bool": ("int", "float", "Scalar"), "int": ("float", "Scalar", "int[]"), "float": ("Scalar",),
+          "Scalar": ()}
+
+
+def compatible(arg: str, param: str) -> bool:
+    """An argument of type `arg` may bind to a parameter of type `param`
+    (unknown types may bind anywhere)."""
+    if arg == UNKNOWN or param == UNKNOWN:
+        return True
+    if arg == "None":
+        return param.endswith("?")
+    a, p = base(arg), base(param)
+    if a == p or p in _WIDER.get(a, ()):
+        return True
+    if a.endswith("[]") and p.endswith("[]"):
+        return compatible(a[:-2], p[:-2]) or a == "Tensor[]" and p == "Tensor?[]"
+    return False

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..tree import op_file
 from .autograd import DifferentiabilityInfo
-from .native import NativeFunction
+from .native import NativeFunction, OpUnitNames
 
 # The namespace of the patch's own kernels (and Functions: emit/functions/function_files.py).
 OWN_NAMESPACE = "torch::autograd::generated::autograd_scons_patch"
@@ -17,7 +16,7 @@ LIBTORCH_FUNCTIONS_H = "<torch/csrc/autograd/generated/Functions.h>"
 
 
 @dataclass(frozen=True)
-class AtenKernel:
+class AtenKernel(OpUnitNames):
     """One ATen op's Autograd kernel, and the Function it creates."""
     func: NativeFunction
     info: DifferentiabilityInfo    # its entry's, or its functional twin's (`exact` False)
@@ -26,18 +25,7 @@ class AtenKernel:
     class_header: str              # the include that declares it
     complex_ok: bool               # torch differentiates the op's complex outputs
 
-    @property
-    def stem(self) -> str:
-        n = self.func.func.name
-        return f"aten_{n.name}" + (f"_{n.overload}" if n.overload else "")
-
-    @property
-    def path(self) -> str:
-        return op_file(self.stem, ".cpp")
-
-    @property
-    def op(self) -> str:
-        return f"aten::{self.func.func.name}"
+    overload_sep = "_"   # (a class attribute, not a field: ATen's own names never need `__`)
 
     @property
     def entry(self) -> dict:

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from autograd_scons.base.errors import FormulaError
-from ..tree import op_file
 from .autograd import DifferentiabilityInfo
 from .cpp import OPTIONAL_TENSOR, ConstRefCType, argument_type, return_type
-from .native import NativeFunction
+from .native import NativeFunction, OpUnitNames
 from .schema import OUT, Argument, ListType, OptionalType, is_tensor_like
 
 CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char
@@ -36,7 +35,7 @@ def cpp_identifier(name: str) -> bool:
 
 
 @dataclass(frozen=True)
-class KernelUnit:
+class KernelUnit(OpUnitNames):
     """One native function of an extension, with the info that differentiates it."""
     func: NativeFunction
     info: Optional[DifferentiabilityInfo]
@@ -45,21 +44,6 @@ class KernelUnit:
     overload_sep: str = "_"
     # For a view's generated `_copy` twin: the view.
     copy_of: Optional[NativeFunction] = None
-
-    @property
-    def stem(self) -> str:
-        n = self.func.func.name
-        return f"{self.func.namespace}_{n.name}" + (f"{self.overload_sep}{n.overload}" if n.overload else "")
-
-    @property
-    def path(self) -> str:
-        return op_file(self.stem, ".cpp")
-
-    # What the incremental engine keys and reports a unit by (a Function's
-    # op name never contains '::').
-    @property
-    def op(self) -> str:
-        return f"{self.func.namespace}::{self.func.func.name}"
 
     @property
     def entry(self) -> dict:

@@ -13,6 +13,7 @@ from typing import Optional
 
 from .schema import FunctionSchema
 from .transforms import Autocast, Fake, Vmap
+from ..tree import op_file
 
 # Dispatch keys that mean "implemented by decomposition" (no backend kernel).
 _CIA = "CompositeImplicitAutograd"
@@ -134,3 +135,26 @@ class NativeSpec:
     functions: list[NativeFunction]   # in yaml order, derived ones appended
     ordered: list[NativeFunction]     # grouped by view (the order matching sees)
     view_groups: list[ViewGroup]
+
+
+class OpUnitNames:
+    """What an op's unit of generation is named by (an extension op's
+    KernelUnit, a patch's AtenKernel): its TU `ops/<ns>_<name>[_<overload>].cpp`
+    and the op's qualified name, which the engine keys and reports it by (a
+    Function's name never contains '::').  `overload_sep` goes between name
+    and overload."""
+    func: NativeFunction
+    overload_sep: str
+
+    @property
+    def stem(self) -> str:
+        n = self.func.func.name
+        return f"{self.func.namespace}_{n.name}" + (f"{self.overload_sep}{n.overload}" if n.overload else "")
+
+    @property
+    def path(self) -> str:
+        return op_file(self.stem, ".cpp")
+
+    @property
+    def op(self) -> str:
+        return f"{self.func.namespace}::{self.func.func.name}"

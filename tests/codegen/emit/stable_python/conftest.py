@@ -28,6 +28,7 @@ KERNELS = {
     "sincos_sign": lambda s: (s.sin(), s.cos(), s.sign()),
     "gather_rows": lambda s, i: s.index_select(0, i),
     "masked_scale": lambda s, m: s * m,
+    "soft_clip": lambda s, *, beta=1.0: (s / beta).tanh() * beta,
     "plain": lambda s: s.clone(),
 }
 
@@ -66,6 +67,7 @@ def sp(tmp_path_factory):
         sys.path.insert(0, FIXTURE)   # sp_fakes, which `fake: {python: ...}` names
     folder = tmp_path_factory.mktemp("sp_generated")
     for name, text in generated_files().items():
+        (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_text(text)
     lib = define("sp")
     module = import_generated(str(folder))

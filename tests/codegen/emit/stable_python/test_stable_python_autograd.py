@@ -19,15 +19,16 @@ def _cases(sp):
     y = torch.randn(4, 3, **D, requires_grad=True)
     w = torch.randn(3, **D, requires_grad=True)
     b = torch.randn(3, **D, requires_grad=True)
-    return {"bmul": (sp.bmul, (x, y)), "scaled": (sp.scaled, (x, 0.5)), "affine": (sp.affine, (x, w, b)),
+    return {"bmul": (sp.bmul, (x, y)), "bmul_broadcast": (sp.bmul, (x, w)), "scaled": (sp.scaled, (x, 0.5)), "affine": (sp.affine, (x, w, b)),
             "affine_no_bias": (sp.affine, (x, w)), "row_sum": (sp.row_sum, (x,)), "myexp": (sp.myexp, (x,)),
             "sincos_sign": (lambda v: sp.sincos_sign(v)[:2], (x,)),
             "gather_rows": (sp.gather_rows, (x, torch.tensor([0, 2, 2]))),
-            "masked_scale": (sp.masked_scale, (x, y.detach()))}
+            "masked_scale": (sp.masked_scale, (x, y.detach())),
+            "soft_clip": (lambda v: sp.soft_clip(v, beta=0.5), (x,)), "soft_clip_default": (sp.soft_clip, (x,))}
 
 
-NAMES = ["bmul", "scaled", "affine", "affine_no_bias", "row_sum", "myexp", "sincos_sign", "gather_rows",
-         "masked_scale"]
+NAMES = ["bmul", "bmul_broadcast", "scaled", "affine", "affine_no_bias", "row_sum", "myexp", "sincos_sign", "gather_rows",
+         "masked_scale", "soft_clip", "soft_clip_default"]
 FORWARD = [n for n in NAMES if n != "gather_rows"]
 
 
@@ -89,8 +90,14 @@ def test_what_no_formula_carries_is_refused_not_zero(sp):
     with pytest.raises(RuntimeError, match=r"forward AD with sp::gather_rows .*no forward formula"):
         jvp(lambda v: sp.gather_rows(v, torch.tensor([0])), (x.reshape(3, 1),), (t.reshape(3, 1),))
     with pytest.raises(RuntimeError, match=r"sp::plain: the op has no derivative formula"):
-        sp.plain(x.requires_grad_())
-    assert torch.equal(sp.plain(x.detach()), x)
+        jvp(sp.plain, (x,), (t,))
+    with pytest.raises(RuntimeError, match=r"sp::plain: the op has no derivative formula"):
+        sp.plain(x.clone().requires_grad_())
+    assert torch.equal(sp.plain(x), x)
+    xs = torch.randn(2, 3, **D)
+    assert torch.equal(vmap(sp.plain)(xs), xs)   # no formula needed where nothing is differentiated
+    with forward_ad.dual_level():
+        assert torch.equal(sp.plain(x), x)
 
 
 def test_only_what_needed_gradients_read_is_saved(sp):
@@ -108,3 +115,11 @@ def test_without_grad_or_tangent_the_op_runs_alone(sp):
     x = torch.randn(3, **D)
     out = sp.myexp(x)
     assert out.grad_fn is None and torch.equal(out, x.exp())
+
+
+def test_the_helpers_named_without_importing_them_are_the_packages():
+    """The generator reads torch_helpers' names from its source (it may not
+    import torch); the package computes them when imported."""
+    from autograd_scons.codegen.engine.stable_python import torch_helpers
+    from autograd_scons.codegen.formula.torch_helpers import HELPERS
+    assert torch_helpers()[1] == HELPERS

@@ -33,7 +33,15 @@ def test_each_saved_value_is_kept_only_when_a_formula_reading_it_is_needed(modul
     # other's gradient reads self, self's reads other
     assert "ctx.save_for_backward(self if need[1] else None, other if need[0] else None)" in setup
     backward = _method(module_text, "bmul", "backward")
-    assert "_d_self = (grad * other) if need[0] else None" in backward
+    assert "ctx.self_sym_sizes = self.shape if need[0] else None" in setup
+    assert "_d_self = (_helpers.sum_to(grad * other, self_sym_sizes)) if need[0] else None" in backward
+
+
+def test_functions_manuals_helpers_are_written_beside_where_a_formula_calls_one(module_text):
+    files = generated_files()
+    assert {"sp_autograd.py", "stable_autograd_runtime.py", "stable_autograd_helpers/__init__.py"} <= set(files)
+    assert '_helpers = _beside("stable_autograd_helpers")' in module_text
+    assert any("def sum_to(" in text for name, text in files.items() if name.startswith("stable_autograd_helpers/"))
 
 
 def test_non_differentiable_output_and_missing_forward_formula(module_text):
@@ -45,7 +53,7 @@ def test_non_differentiable_output_and_missing_forward_formula(module_text):
 
 def test_the_module_imports_torch_and_its_neighbours_only(module_text):
     imports = set(re.findall(r"^\s*(?:import|from) ([\w.]+)", module_text, re.M))
-    assert imports <= {"importlib.util", "os", "torch", "."}, imports
+    assert imports <= {"importlib", "importlib.util", "os", "sys", "torch"}, imports
     assert "autograd_scons" not in module_text
 
 
@@ -89,3 +97,17 @@ def test_an_in_place_op_and_a_cpp_batch_rule_are_refused_by_the_stable_target(tm
 
 def test_the_fixture_files_are_the_ones_tested():
     assert NATIVE.endswith("native_functions.yaml") and DERIVATIVES.endswith("derivatives.yaml")
+
+
+def test_the_native_cache_keeps_fake():
+    """A formula edit reuses the cached parse of native_functions.yaml
+    (engine/native_cache.py): `fake:` must survive it, or the next build's
+    module would lose its fake kernels."""
+    from autograd_scons.codegen.engine.native_records import decode, encode
+    from autograd_scons.codegen.parse.native_functions import parse_native_functions
+    from autograd_scons.codegen.parse.yaml_io import read_text
+    spec = parse_native_functions(NATIVE, read_text(NATIVE), None)
+    fakes = {str(f.func.name): f.fake for f in spec.functions if f.fake is not None}
+    assert len(fakes) == 6
+    again = decode(encode(spec))
+    assert {str(f.func.name): f.fake for f in again.functions if f.fake is not None} == fakes

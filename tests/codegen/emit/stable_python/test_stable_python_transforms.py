@@ -40,6 +40,7 @@ def test_vmap_kinds_match_a_loop(sp):
     assert torch.allclose(vmap(sp.bmul, in_dims=(0, None))(xs, y), xs * y)               # pointwise, broadcast
     assert torch.allclose(vmap(sp.bmul, in_dims=(1, None))(xs, y), xs.movedim(1, 0) * y)
     assert torch.allclose(vmap(sp.row_sum)(xs), xs.sum(-1))                              # leading_dims
+    assert torch.allclose(vmap(lambda v: sp.soft_clip(v, beta=0.5))(xs), (xs / 0.5).tanh() * 0.5)
     sin, cos, sign = vmap(sp.sincos_sign)(xs)
     assert torch.allclose(cos, xs.cos()) and torch.equal(sign, xs.sign())
 
@@ -60,6 +61,11 @@ def test_opcheck(sp, name, args):
     torch.library.opcheck(getattr(sp, name).default, args())
 
 
+@pytest.mark.compile
+def test_opcheck_keyword_only(sp):
+    torch.library.opcheck(sp.soft_clip.default, (torch.randn(3, requires_grad=True),), {"beta": 0.5})
+
+
 @pytest.mark.compile   # torch.compile: seconds
 def test_compile_fullgraph_forward_and_backward(sp):
     def f(x, w, b):
@@ -70,3 +76,22 @@ def test_compile_fullgraph_forward_and_backward(sp):
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     got = torch.autograd.grad(compiled(*args), args)
     assert all(torch.allclose(a, b) for a, b in zip(got, expected))
+
+
+@pytest.mark.compile   # torch.compile: seconds
+def test_compiled_forward_ad_keeps_the_tangent(sp):
+    """AOT traces forward-AD code with the dual level closed and its inputs
+    still dual: a fast path that skipped the Function there (no level open,
+    nothing requiring grad) gave a None tangent, silently."""
+    from torch.autograd import forward_ad
+
+    def f(x, t):
+        with forward_ad.dual_level():
+            return forward_ad.unpack_dual(sp.myexp(forward_ad.make_dual(x, t))).tangent
+
+    def g(x, t):
+        return torch.func.jvp(sp.bmul, (x, x), (t, t))[1]
+    x, t = torch.randn(3), torch.randn(3)
+    got = torch.compile(f, backend="aot_eager")(x, t)
+    assert got is not None and torch.allclose(got, t * x.exp())
+    assert torch.allclose(torch.compile(g, fullgraph=True, backend="aot_eager")(x, t), 2 * t * x)

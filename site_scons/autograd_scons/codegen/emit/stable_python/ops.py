@@ -5,8 +5,7 @@ its single-level autograd Function and the Autograd kernel that applies it.
   an input whose formula reads it needs a gradient (`needs_input_grad`):
   a tensor through save_for_backward, a size or scalar type as an attribute
   (the entry's saved attributes: `self.sym_sizes()` saves the sizes, not self);
-  and, when a jvp may follow, what the forward formulas read
-  (save_for_forward);
+  and what the forward formulas read (save_for_forward);
 - backward evaluates each needed formula only (None for the others);
 - jvp evaluates the `result:` formulas, and refuses forward AD in one line
   where a differentiable output has none (never a zero tangent).
@@ -23,7 +22,7 @@ from ...model.cpp import return_names
 from ...model.extension_op import KernelUnit
 from ...model.schema import FUNCTIONAL, is_tensor_like
 from ...templates import load
-from .transforms import signature, transform_lines, tuple_of
+from .library_registrations import signature, transform_lines, tuple_of
 
 # Locals of the generated methods; an argument may not take these names.
 RESERVED = frozenset({"torch", "ctx", "inputs", "output", "keyset", "grads", "need"})
@@ -52,7 +51,7 @@ def render_op(unit: KernelUnit, translate: Callable) -> list[str]:
         return load("stable_python/op_no_formula.pyt").lines(common)
     o = _Op(unit, info, translate)
     return load("stable_python/op.pyt").lines(
-        common, where=f"{info.file}:{info.line}" if info.file else "-",
+        common,
         positional=tuple_of(n for n in names if n not in kw),
         setup=o.setup(), backward=o.backward(), tangents=", ".join(f"{n}_t" for n in names), jvp=o.jvp())
 
@@ -130,11 +129,12 @@ class _Op:
             if r not in self.douts:
                 out.append(f"ctx.mark_non_differentiable({r})")
         fw_tensors, fw_plain = self._fw_reads()
-        if fw_tensors or fw_plain:
-            out.append("if _rt.fw_possible():")
-            if fw_tensors:
-                out.append("    ctx.save_for_forward(" + ", ".join(fw_tensors) + ")")
-            out += [f"    ctx.fw_{n} = {n}" for n in fw_plain]
+        # Always: under torch.compile's trace of forward-AD code no dual
+        # level is open when setup_context runs, yet jvp follows (saved for
+        # forward and no jvp: released with ctx, no cycle).
+        if fw_tensors:
+            out.append("ctx.save_for_forward(" + ", ".join(fw_tensors) + ")")
+        out += [f"ctx.fw_{n} = {n}" for n in fw_plain]
         return out
 
     # -- backward ----------------------------------------------------------

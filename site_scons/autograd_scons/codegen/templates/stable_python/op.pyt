@@ -1,7 +1,6 @@
 
 
 # ${label}: ${schema}
-# (derivatives.yaml: ${where})
 _${stem}_op = torch.ops.${namespace}.${name}.${overload}
 
 

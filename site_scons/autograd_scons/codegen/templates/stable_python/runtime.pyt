@@ -25,6 +25,7 @@ from torch.autograd import forward_ad
 from torch.autograd.function import _SingleLevelFunction
 
 _AFTER_AUTOGRAD = _C._after_autograd_keyset
+_PYTHON = _C.DispatchKey.Python
 _transforms_active = _C._are_functorch_transforms_active
 _functorch = _C._functorch
 
@@ -59,10 +60,13 @@ def apply(function, keyset, args, kwargs):
             return function.apply(*args, keyset)
         finally:
             _functorch.set_single_level_autograd_function_allowed(allowed)
-    if (_C.is_grad_enabled() and _C._any_requires_grad(*args)) or forward_ad._current_level >= 0:
+    if (_C.is_grad_enabled() and _C._any_requires_grad(*args)) or forward_ad._current_level >= 0 \
+            or keyset.has(_PYTHON):
         return function.apply(*args, keyset)
     # Nothing to record and no dual level: the op alone (what
-    # register_autograd's kernel does too).
+    # register_autograd's kernel does too).  Not while a tensor subclass or
+    # mode traces (the Python key: torch.compile's AOT trace of forward-AD
+    # code runs with the dual level closed, its inputs still dual).
     with _C._AutoDispatchBelowAutograd():
         if kwargs:
             return function.op.redispatch(keyset & _AFTER_AUTOGRAD, *args[:len(args) - len(kwargs)], **kwargs)
@@ -96,11 +100,6 @@ def zeros_or(tangent, primal):
     return tangent
 
 
-def fw_possible():
-    """Whether a jvp may follow this call: a dual level or a transform is active."""
-    return forward_ad._current_level >= 0 or _transforms_active()
-
-
 def function(dotted):
     """The Python function `module.name` that the yaml names (a fake kernel, a batch rule)."""
     import importlib
@@ -111,12 +110,19 @@ def function(dotted):
 def no_formula(label, op, keyset, args, kwargs):
     """The Autograd kernel of an op without a derivatives entry: it refuses
     inputs that require grad or carry a tangent (a result cut off from the
-    graph would be a silent zero gradient), else runs the op."""
-    if (_C.is_grad_enabled() and _C._any_requires_grad(*args)) or fw_possible():
+    graph would be a silent zero gradient), else runs the op (also under
+    vmap alone)."""
+    if (_C.is_grad_enabled() and _C._any_requires_grad(*args)) or _any_tangent(args):
         raise RuntimeError(f"{label}: the op has no derivative formula (derivatives.yaml has no entry for it), "
-                           f"but an input requires grad, carries a tangent or is under a torch.func transform")
+                           f"but an input requires grad or carries a tangent")
     with _C._AutoDispatchBelowAutograd():
         return op.redispatch(keyset & _AFTER_AUTOGRAD, *args[:len(args) - len(kwargs)], **kwargs)
+
+
+def _any_tangent(args):
+    if forward_ad._current_level < 0:
+        return False
+    return any(isinstance(a, torch.Tensor) and forward_ad.unpack_dual(a).tangent is not None for a in args)
 
 
 # ------------------------------------------------------------- fake tensors
@@ -200,7 +206,7 @@ def autocast_kernel(op, device, policy, dtype_arg=None, with_dtype=None):
 def pointwise_rule(op, n_outputs):
     """`vmap: pointwise`: each batched tensor's batch dimension first, padded
     to the largest logical rank; unbatched tensors broadcast as they are."""
-    def rule(info, in_dims, *args):
+    def rule(info, in_dims, *args, **kwargs):
         rank = max((a.dim() - (d is not None) for a, d in zip(args, in_dims) if isinstance(a, torch.Tensor)),
                    default=0)
         moved = []
@@ -209,7 +215,7 @@ def pointwise_rule(op, n_outputs):
                 a = a.movedim(d, 0)
                 a = a.reshape(a.shape[:1] + (1,) * (rank - a.dim() + 1) + a.shape[1:])
             moved.append(a)
-        out = op(*moved)
+        out = op(*moved, **kwargs)
         return out, (0,) * n_outputs if n_outputs > 1 else 0
     return rule
 
@@ -217,13 +223,13 @@ def pointwise_rule(op, n_outputs):
 def leading_dims_rule(op, n_outputs):
     """`vmap: leading_dims`: a kernel that batches over the leading dimensions:
     each tensor's batch dimension first, an unbatched one expanded to it."""
-    def rule(info, in_dims, *args):
+    def rule(info, in_dims, *args, **kwargs):
         moved = []
         for a, d in zip(args, in_dims):
             if isinstance(a, torch.Tensor):
                 a = a.movedim(d, 0) if d is not None else a.expand((info.batch_size,) + a.shape)
             moved.append(a)
-        out = op(*moved)
+        out = op(*moved, **kwargs)
         return out, (0,) * n_outputs if n_outputs > 1 else 0
     return rule
 

@@ -1,0 +1,1 @@
+_helpers = _beside("${helpers}")   # FunctionsManual's helpers, in Python
