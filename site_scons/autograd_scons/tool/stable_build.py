@@ -24,7 +24,7 @@ import SCons.Errors
 import SCons.Script
 import SCons.Util
 
-from autograd_scons.codegen.engine.stable_update import library_module, update_stable
+from autograd_scons.codegen.engine.stable_update import STABLE_FOLDER, library_module, update_stable
 from autograd_scons.base.errors import SpecError, os_error_line
 from autograd_scons.base.lock import lock_folder, remove_made_folder
 from autograd_scons.tool import closing_lines, symbol_audit
@@ -146,8 +146,9 @@ def autograd_module(env, lib, folder):
                          SCons.Action.Action(_write_module, "Autograd module of the stable library: $TARGET"))
     env.Depends(module, env.Value(f"{os.path.basename(lib_path)} torch>={stable.version}"))
     beside = os.path.dirname(lib_path)
-    copies = [env.InstallAs(os.path.join(beside, os.path.basename(rel)), env.File(os.path.join(folder, rel)))[0]
-              for rel in support]
+    # (support/ files keep their place under stable/: the helpers are a package, stable_autograd_helpers/)
+    copies = [env.InstallAs(os.path.join(beside, os.path.relpath(rel, STABLE_FOLDER)),
+                            env.File(os.path.join(folder, rel)))[0] for rel in support]
     return list(module) + copies
 
 
