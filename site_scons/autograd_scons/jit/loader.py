@@ -34,6 +34,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import time
 from typing import Optional
 
@@ -112,17 +113,24 @@ def _root(build_directory) -> str:
 _STABLE_AUTOGRAD: dict = {}
 
 
-def _run_stable_autograd(folder, namespace):
+def _run_stable_autograd(folder, namespace, specs_folder):
     """Register the stable target's autograd (the generated Python module
     of the build folder, which imports its run-time support beside it),
-    once per process, after its library loaded."""
+    once per process, after its library loaded.  The Python modules the
+    yaml names (`fake: {python: module.function}`) are found beside
+    native_functions.yaml first, as they would be beside a shipped library."""
     import importlib.util
     from autograd_scons.codegen.emit.stable_python import module_name
     from autograd_scons.codegen.engine.stable_update import STABLE_FOLDER
     name = module_name(namespace)
     spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "gen", STABLE_FOLDER, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, specs_folder)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if specs_folder in sys.path:
+            sys.path.remove(specs_folder)
     return module
 
 
@@ -162,7 +170,8 @@ def _build_and_load(request, folder, root, verbose, timeout, inline=None):
                 raise LoadError(f"{label}: {refused}") from None
             raise
         if request.functions.stable is not None:  # the stable target's autograd is Python (gen/stable/)
-            _STABLE_AUTOGRAD[name] = _run_stable_autograd(folder, op_namespace)
+            _STABLE_AUTOGRAD[name] = _run_stable_autograd(folder, op_namespace,
+                                                          os.path.dirname(os.path.abspath(request.native_functions)))
     namespace = getattr(torch.ops, op_namespace)
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace
