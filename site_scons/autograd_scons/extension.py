@@ -96,8 +96,11 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
                                           python=env["PYTHON"], pch_sources=own)  # returned among the TUs
     cuda_in_build = in_build(cuda_sources)
     cuda = env.CudaObjects(cuda_in_build)
+    # (a stable library links libtorch_cpu alone: the shims live there)
+    libs = {} if stable is None else {"LIBS": [x for x in env.get("LIBS", []) if str(x) not in
+                                               ("c10", "torch", "torch_python")]}
     library = env.SharedLibrary(os.path.join(build, package, LIBRARY_STEM), functions + cuda,
-                                SHLIBPREFIX="", SHLIBSUFFIX=".so")
+                                SHLIBPREFIX="", SHLIBSUFFIX=".so", **libs)
     if not S.GetOption("help"):
         # the sources by their own paths: under the variant dir (duplicate=False)
         # record_inputs would see names that are not on disk

@@ -69,6 +69,8 @@ def test_one_stable_wheel_runs_under_two_torch_versions(tmp_path):
     assert "Requires-Dist: torch>=2.10\n" in meta and "torch==" not in meta
     unpacked = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "zipfile", "-e", wheel, str(unpacked)], check=True)
+    needed = subprocess.run(["readelf", "-d", str(unpacked / "demo" / "_C.so")], capture_output=True, text=True).stdout
+    assert "[libtorch_cpu.so]" in needed and "libtorch_python" not in needed and "libc10" not in needed
     pythons = [sys.executable]
     venv, why = cuda_venv()
     if venv is not None:
