@@ -11,7 +11,7 @@ import sys
 import torch
 
 sys.path.insert(0, sys.argv[1])
-import stableops_ext_autograd as module  # noqa: E402  (loads the library beside it)
+import stableops_ext_autograd  # noqa: E402, F401  (loads the library beside it, registers the autograd)
 
 ops = torch.ops.stableops
 x = torch.randn(3, 4, dtype=torch.double)

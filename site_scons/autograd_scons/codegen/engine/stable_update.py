@@ -111,7 +111,8 @@ def _sections(text: str, ops: list) -> dict:
     """op -> its part of the generated module: from the line `# <op>: ...`
     that opens it to the next op's."""
     starts = {f"# {op}: ": op for op in ops}
-    out, current = {}, None
+    out: dict[str, str] = {}
+    current = None
     for line in text.splitlines(keepends=True):
         opened = next((op for head, op in starts.items() if line.startswith(head)), None)
         current = opened or current

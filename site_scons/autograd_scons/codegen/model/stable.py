@@ -42,12 +42,12 @@ class StableTarget:
             return value
         if isinstance(value, bool) or value in (0, 1, "0", "1"):
             return cls(*DEFAULT_STABLE) if value in (True, 1, "1") else None
+        m = _VERSION_RE.fullmatch(value.strip()) if isinstance(value, str) else None
         if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) for v in value):
-            found = tuple(value)
+            found = (value[0], value[1])
         elif isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "false", "no", "off", ""):
             return cls(*DEFAULT_STABLE) if value.strip().lower() in ("true", "yes", "on") else None
-        elif isinstance(value, str) and _VERSION_RE.fullmatch(value.strip()):
-            m = _VERSION_RE.fullmatch(value.strip())
+        elif m is not None:
             found = (int(m.group(1)), int(m.group(2)))
         else:
             raise OptionError(f"stable must be True, False or the oldest torch to support like '2.10', "
