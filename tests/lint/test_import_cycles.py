@@ -190,7 +190,7 @@ LAYERS = [
                                                     *_GENERATOR_BASE], ("SCons", "torch")),
     ("autograd_scons.codegen.emit*", ["autograd_scons.codegen.emit*", "autograd_scons.codegen.model*",
                                       "autograd_scons.codegen.templates", *_GENERATOR_BASE], ("SCons", "torch")),
-    # the formula translator, on the model; its helpers module is runtime code for the
+    # the formula translator, on the model; its helpers package is runtime code for the
     # generated Python (torch only), never imported by the generator itself
     ("autograd_scons.codegen.formula.torch_helpers*", ["autograd_scons.codegen.formula.torch_helpers*"], ("SCons",)),
     ("autograd_scons.codegen.formula*", ["autograd_scons.codegen.formula*", "autograd_scons.codegen.model*",

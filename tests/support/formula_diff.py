@@ -20,7 +20,6 @@ tests/codegen/formula/test_torch_formulas.py.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import warnings
 import zlib
@@ -29,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from autograd_scons.buildenv import torch_flags
-from autograd_scons.codegen.formula import FormulaError, callees, names, translate
-from autograd_scons.codegen.model.autograd import differentiable_outputs
+from autograd_scons.base.errors import SpecError
+from autograd_scons.codegen.formula import callees
+from autograd_scons.codegen.formula.derivatives import translate_derivative
 from autograd_scons.codegen.parse.load_derivatives import infos_from_specs, load_specs
 
 
@@ -51,13 +51,6 @@ class Formula:
     failures: list = field(default_factory=list)
 
 
-def _var_type(info, name: str) -> str:
-    for a in info.func.func.schema_order_arguments():
-        if a.name == name:
-            return names.schema_type(str(a.type))
-    return names.UNKNOWN
-
-
 def translations(helpers) -> tuple[list, list[Formula], dict]:
     """(infos, every backward formula of torch's with its translation, callee table)."""
     nf, tags, der = torch_flags.torch_specs()
@@ -66,23 +59,30 @@ def translations(helpers) -> tuple[list, list[Formula], dict]:
     table = callees(specs.native.functions)
     out = []
     for info in infos:
-        args = {a.name: names.schema_type(str(a.type)) for a in info.func.func.schema_order_arguments()}
         for d in info.derivatives:
             f = Formula(info.op, str(info.func.func.name), d.var_names, d.original_formula, d.line)
-            saved_in = {s.name: names.cpp_type(s.type.cpp_type()) for s in d.saved_inputs}
-            saved_out = {s.name: names.cpp_type(s.type.cpp_type()) for s in d.saved_outputs}
-            outs = {o.name: names.schema_type(str(o.type)) for o in differentiable_outputs(info)}
             try:
-                f.python = translate(d.formula, inputs=saved_in, outputs=saved_out, helpers=helpers,
-                                     functions=table, helper_prefix="H.")
-                for s in d.saved_inputs + d.saved_outputs:
-                    if s.expr != s.name:
-                        f.saved[s.name] = translate(s.expr, inputs=args, outputs=outs, functions=table,
-                                                                helpers=helpers, helper_prefix="H.")
-            except FormulaError as e:
-                f.python, f.refused = None, str(e).replace("cannot translate ", "", 1)
+                t = translate_derivative(info, d, helpers=helpers, functions=table, helper_prefix="H.")
+                f.python, f.saved = t.python, dict(t.saved)
+            except SpecError as e:
+                f.refused = e.message.replace("cannot translate ", "", 1)
             out.append(f)
     return infos, out, table
+
+
+def helper_shares(helpers) -> tuple[str, list[str]]:
+    """What the helpers add: the formulas translated without any, with all,
+    and for each helper how many translated formulas call it (a formula
+    calling two counts for both)."""
+    _, bare, _ = translations(())
+    _, full, _ = translations(helpers)
+    without = sum(f.python is not None for f in bare)
+    with_all = sum(f.python is not None for f in full)
+    uses = {h: sum(f"H.{h}(" in (f.python or "") or any(f"H.{h}(" in v for v in f.saved.values()) for f in full)
+            for h in helpers}
+    line = (f"translated without helpers {without}/{len(bare)} ({100 * without / len(bare):.0f}%), "
+            f"with the {len(helpers)} helpers {with_all} ({100 * with_all / len(full):.0f}%)")
+    return line, [f"HELPER {h}: {n} formulas" for h, n in sorted(uses.items(), key=lambda x: (-x[1], x[0]))]
 
 
 # ------------------------------------------------------------ recording

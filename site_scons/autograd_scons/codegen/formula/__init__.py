@@ -18,14 +18,26 @@ API (pure Python, no torch):
   The gradient names come with them: `grad`, `grads` (`grads[i]`),
   `grad_<output>`, `<input>_t`/`<input>_p` of each tensor input and output,
   `grad_input_mask`, `retain_variables`.
+  Pass every return as an output (a forward formula may read `result1`,
+  the indices, though only `result0` is differentiable); an in-place op's
+  `original_self_t`/`_p` come with a tensor `self`.
 - `helpers`: the names the helper module defines (a collection; or a mapping
   name -> type of what it returns, "Tensor" if not a mapping); a call of one
-  is printed `helper_prefix + name(...)`.  torch_helpers.HELPERS lists the
-  module of this package (FunctionsManual's helpers, written in Python).
-- `functions`: callees(...) of the native functions, so that ATen calls
+  is printed `helper_prefix + name(...)`.  The helpers of this package
+  (torch_helpers/, FunctionsManual's written in Python): helper_names.
+  helper_types() without importing torch (helper_package() gives their
+  files' sources too, to copy beside a generated module); the imported
+  package's HELPERS says the same.
+- `functions`: callees(...) of torch's native functions (ATen's, from the
+  native_functions.yaml torchgen ships: an extension's formulas call them), so that ATen calls
   get their Python home and keyword-only arguments (without it every ATen
   call is refused).
 - The result reads `torch` and `math`: the generated module imports both.
+  A backward formula may return a gradient of the broadcast shape or
+  another dtype than its input's: autograd's engine sums and casts it,
+  for a Python Function as for libtorch's (the proof applies the same).
+  A multi-variable formula (`self, other: ...`) gives a tuple, one per
+  variable; `grad_input_mask[i]` is whether variable i needs its gradient.
 - Anything it cannot translate raises FormulaError naming the construct and
   its column ("cannot translate the member access '->sym_sizes' (column
   12 of '...')"): the caller re-raises it located at the yaml line.
@@ -42,10 +54,16 @@ sides are integers, `/` where one is a Tensor or float, refused otherwise.
 Refused: `->`, lambdas, pointers, templates other than std::get/tuple/
 vector/optional, names it does not know, a loop variable (foreach's `i`).
 
+On the parser's records, derivatives.py does the typing and the locating:
+`translate_derivative(info, derivative, helpers=, functions=)` gives the
+backward formula's Python and its saved values' expressions (`self_sym_sizes`
+-> `self.shape`), `translate_forward(info, forward_derivative, ...)` a
+forward formula's; a refusal is a SpecError at the formula's yaml line.
+
 Modules: syntax.py (tokens, tree, parser), translate.py (the printer),
 calls.py and methods.py (calls), names.py (tables and types), callees.py
-(the ATen table from native functions), torch_helpers.py (the helpers, the
-one module here that imports torch: generated code copies or imports it).
+(the ATen table from native functions), torch_helpers/ (the helpers, the
+one package here that imports torch: generated code copies or imports it).
 """
 
 from autograd_scons.base.errors import FormulaError

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 _WRAPPERS = {"c10::SymInt": "int", "at::Scalar": "Scalar", "c10::Scalar": "Scalar", "Scalar": "Scalar",
              "std::optional": None, "c10::optional": None, "at::OptionalArrayRef": "int[]?",
              "c10::OptionalArrayRef": "int[]?", "at::IntArrayRef": "int[]", "c10::SymIntArrayRef": "int[]",
+             "IntArrayRef": "int[]", "SymIntArrayRef": "int[]",
              "at::ArrayRef": None, "c10::ArrayRef": None}
 _UNDEFINED_TENSOR = {"Tensor", "at::Tensor"}
 
@@ -112,7 +113,7 @@ def _template_call(tr: "Translator", c: Call, fn: Name) -> "Typed":
 def _int(tr: "Translator", c: Call, arg: "Typed") -> str:
     if N.base(arg[1]) != "int":
         raise tr.refuse(f"a count of type {arg[1]}", c)
-    return arg[0] if arg[0].isidentifier() or arg[0].isdigit() else f"({arg[0]})"
+    return arg[0] if " " not in arg[0] else f"({arg[0]})"
 
 
 def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed"],
@@ -147,7 +148,7 @@ def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed
             raise tr.refuse(f"the call of '{callee.name}' with {n} arguments (which are keyword-only in "
                             "Python differs between its overloads)", c)
         start = starts.pop() - offset
-        keys = named.pop()
+        keys = named.pop() or ()
         texts = texts[:start] + [f"{k}={v}" for k, v in zip(keys, texts[start:])]
     texts += [f"**{o}" for o in options]
     kinds = {o.returns for o in fits}

@@ -6,6 +6,7 @@ for the API and the table."""
 
 from __future__ import annotations
 
+import ast as pyast
 from typing import Collection, Mapping, Optional, Union
 
 from autograd_scons.base.errors import FormulaError
@@ -19,6 +20,19 @@ _ARITH = {"+", "-", "*", "/", "%"}
 _PY_OPS = {"&&": "and", "||": "or"}
 
 Typed = tuple[str, str]   # (Python text, vocabulary type)
+
+
+def _atomic(text: str) -> bool:
+    """Whether printed Python binds as one operand anywhere (a name, a call,
+    an attribute, a subscript, a literal): our own output, parsed back."""
+    try:
+        tree = pyast.parse(text, mode="eval").body
+    except SyntaxError:
+        return False
+    if isinstance(tree, pyast.Constant):
+        return not (isinstance(tree.value, (int, float)) and text.startswith("-"))
+    return isinstance(tree, (pyast.Name, pyast.Call, pyast.Attribute, pyast.Subscript, pyast.List)) or \
+        isinstance(tree, pyast.Tuple) and text.startswith("(")
 
 
 class Translator:
@@ -39,9 +53,7 @@ class Translator:
     def operand(self, node: Node) -> Typed:
         """An operand of an operator: parenthesized unless atomic."""
         text, t = self.expr(node)
-        if isinstance(node, (Binary, Unary, Conditional, Cast)) or " " in text and not text.startswith(("(", "[")):
-            return f"({text})", t
-        return text, t
+        return (text if _atomic(text) else f"({text})"), t
 
     def _number(self, n: Number) -> Typed:
         text = n.text
@@ -197,6 +209,10 @@ def gradient_variables(inputs: Mapping[str, str], outputs: Mapping[str, str]) ->
         if N.is_tensor(t) or N.base(t) in ("Tensor[]", "Tensor?[]"):
             v[f"{name}_t"] = t
             v[f"{name}_p"] = t
+    if "self" in inputs and N.is_tensor(inputs["self"]):
+        # an in-place op's forward formula: self before the op wrote it
+        v.setdefault("original_self_t", inputs["self"])
+        v.setdefault("original_self_p", inputs["self"])
     for name, t in outputs.items():
         v[name] = t
         if N.is_tensor(t):

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .base import (_conj, _count, _dims, _dtype, _real_only, _wrap, handle_r_to_c, maybe_multiply,  # noqa: F401
+from .shapes import (_conj, _count, _dims, _dtype, _real_only, _wrap, handle_r_to_c, maybe_multiply,  # noqa: F401
                    mean_backward, unsqueeze_multiple)
 
 

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from .base import (_conj, _count, _dims, _dtype, _real_only, _wrap, handle_r_to_c, maybe_multiply,  # noqa: F401
+from .shapes import (_conj, _count, _dims, _dtype, _real_only, _wrap, handle_r_to_c, maybe_multiply,  # noqa: F401
                    mean_backward, unsqueeze_multiple)
 
 
@@ -165,3 +165,71 @@ def elu_double_backward(grad, grad_output, alpha, scale, input_scale, is_result,
         return torch.where(neg, grad * grad_output * input_scale, 0)
     return torch.where(neg, grad * grad_output * scale * alpha * input_scale * input_scale
                        * (self_or_result * input_scale).exp(), 0)
+
+
+# --- more, each proved by the differential ------------------------------------
+
+
+def _to_copy_backward(grad, self_options):
+    if grad.is_complex() and not self_options["dtype"].is_complex:
+        grad = torch.real(grad)
+    return grad.to(device=self_options["device"])
+
+
+def polar_backward(grad, result):
+    """z = r e^{i theta}: dz/dr = e^{i theta}, dz/dtheta = i z."""
+    return torch.real(grad * result.sgn().conj()), torch.real(grad * (1j * result).conj())
+
+
+def i1e_backward(grad, self, result):
+    """(e^{-|x|} I1(x))' = i0e(x) - i1e(x) (sign(x) + 1/x); 1/2 at 0."""
+    _real_only(self)
+    d = torch.special.i0e(self) - result * (self.sgn() + self.reciprocal())
+    return grad * torch.where(self == 0, 0.5, d)
+
+
+def constant_pad_nd_backward(grad, pad):
+    return torch.constant_pad_nd(grad, [-p for p in pad])
+
+
+def block_diag_backward(grad, sizes, dtypes):
+    out, row, col = [], 0, 0
+    for shape, dtype in zip(sizes, dtypes):
+        rows, cols = (1, 1) if len(shape) == 0 else (1, shape[0]) if len(shape) == 1 else (shape[0], shape[1])
+        block = grad[row:row + rows, col:col + cols].reshape(shape)
+        out.append(handle_r_to_c(dtype, block))
+        row, col = row + rows, col + cols
+    return out
+
+
+def infinitely_differentiable_silu_backward(grad, self):
+    s = self.sigmoid()
+    return grad * s * (1 + self * (1 - s))
+
+
+def infinitely_differentiable_mish_backward(grad, self):
+    s, t = self.sigmoid(), torch.nn.functional.softplus(self).tanh()
+    return grad * (t + self * s * (1 - t * t))
+
+
+def infinitely_differentiable_logit_backward(grad, self, eps):
+    d = grad / (self * (1 - self))
+    if eps is not None:
+        return torch.where((self < eps) | (self > 1 - eps), torch.zeros_like(d), d)
+    return torch.where((self < 0) | (self > 1), torch.full_like(d, math.nan), d)
+
+
+def infinitely_differentiable_native_dropout_backward(grad, mask, scale):
+    return grad * mask * scale
+
+
+def cholesky_backward(gL, upper, L):
+    """A = L L^H: gA = L^{-H} Phi(L^H gL) L^{-1}, Phi the lower triangle with
+    its diagonal halved, then made Hermitian."""
+    if upper:
+        L, gL = L.mH, gL.mH
+    phi = (L.mH @ gL).tril()
+    phi = phi - 0.5 * torch.diag_embed(phi.diagonal(dim1=-2, dim2=-1))
+    gA = torch.linalg.solve_triangular(L.mH, phi, upper=True)
+    gA = torch.linalg.solve_triangular(L, gA, upper=False, left=False)
+    return 0.5 * (gA + gA.mH)
