@@ -28,6 +28,8 @@ KERNELS = {
     "sincos_sign": lambda s: (s.sin(), s.cos(), s.sign()),
     "gather_rows": lambda s, i: s.index_select(0, i),
     "masked_scale": lambda s, m: s * m,
+    "prod_diff": lambda s, o: (s * o, s - o),
+    "sum_dtype": lambda s, dtype=None: s.sum(dtype=dtype),
     "soft_clip": lambda s, *, beta=1.0: (s / beta).tanh() * beta,
     "plain": lambda s: s.clone(),
 }

@@ -23,12 +23,15 @@ def _cases(sp):
             "affine_no_bias": (sp.affine, (x, w)), "row_sum": (sp.row_sum, (x,)), "myexp": (sp.myexp, (x,)),
             "sincos_sign": (lambda v: sp.sincos_sign(v)[:2], (x,)),
             "gather_rows": (sp.gather_rows, (x, torch.tensor([0, 2, 2]))),
-            "masked_scale": (sp.masked_scale, (x, y.detach())),
+            "masked_scale": (sp.masked_scale, (x, y.detach())), "prod_diff": (sp.prod_diff, (x, y)),
+            "diff_only": (lambda a, c: sp.prod_diff(a, c)[1], (x, y)), "sum_dtype": (sp.sum_dtype, (x,)),
+            "sum_dtype_float64": (lambda v: sp.sum_dtype(v, torch.float64), (x,)),
             "soft_clip": (lambda v: sp.soft_clip(v, beta=0.5), (x,)), "soft_clip_default": (sp.soft_clip, (x,))}
 
 
 NAMES = ["bmul", "bmul_broadcast", "scaled", "affine", "affine_no_bias", "row_sum", "myexp", "sincos_sign", "gather_rows",
-         "masked_scale", "soft_clip", "soft_clip_default"]
+         "masked_scale", "prod_diff", "diff_only", "sum_dtype", "sum_dtype_float64",
+         "soft_clip", "soft_clip_default"]
 FORWARD = [n for n in NAMES if n != "gather_rows"]
 
 

@@ -32,6 +32,9 @@ def test_autocast_policies(sp):
         assert sp.myexp(x.bfloat16()).dtype == torch.float32            # fp32 (register_autocast)
         assert sp.bmul(x, y.bfloat16()).dtype == torch.float32          # promote
         assert sp.scaled(x).dtype == torch.float32                      # none: as it is
+        assert sp.sum_dtype(x.bfloat16()).dtype == torch.float32        # fp32_set_opt_dtype
+        assert sp.sum_dtype(x.bfloat16(), torch.float64).dtype == torch.float64
+    assert sp.sum_dtype(x.bfloat16()).dtype == torch.bfloat16
     assert sp.affine(x, y).dtype == torch.float32
 
 
@@ -56,6 +59,8 @@ def test_vmap_kinds_match_a_loop(sp):
     ("sincos_sign", lambda: (torch.randn(3, requires_grad=True),)),
     ("gather_rows", lambda: (torch.randn(4, 3, requires_grad=True), torch.tensor([0, 3]))),
     ("masked_scale", lambda: (torch.randn(3, requires_grad=True), torch.randn(3))),
+    ("prod_diff", lambda: (torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))),
+    ("sum_dtype", lambda: (torch.randn(4, 3, requires_grad=True),)),
 ])
 def test_opcheck(sp, name, args):
     torch.library.opcheck(getattr(sp, name).default, args())

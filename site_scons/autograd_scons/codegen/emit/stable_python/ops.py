@@ -113,9 +113,15 @@ class _Op:
                 order[a.name] = (a, out, (prev[2] if prev else ()) + tuple(d.var_names))
         return list(order.values())
 
+    def _setup_reads(self) -> set[str]:
+        """The outputs setup_context saves (for either direction)."""
+        saved = {a.name for a, is_output, _ in self.saved() if is_output}
+        return saved | set(self._fw_reads()[0]) | {r for r in self.rnames if r not in self.douts}
+
     def setup(self) -> list[str]:
         out = [f"{', '.join(a.name for a in self.args)}, _keyset = inputs"]
-        out.append(f"{self._results()} = output" if len(self.rnames) > 1 else f"{self.rnames[0]} = output")
+        results = len(self.rnames) > 1 or self.rnames[0] in self._setup_reads()
+        out += [f"{self._results()} = output" if len(self.rnames) > 1 else f"{self.rnames[0]} = output"][:results]
         out.append("need = ctx.needs_input_grad")
         tensors, plain = [], []
         for a, _, readers in self.saved():
@@ -202,7 +208,9 @@ class _Op:
         if tensors:
             out.append(f"{', '.join(tensors)}{',' if len(tensors) == 1 else ''} = ctx.saved_tensors")
         out += [f"{n} = ctx.fw_{n}" for n in plain]
-        out += [f"{n}_p = {n}" for n in sorted(self.tensors) if n in tensors]
+        texts = [fd.formula for fd, linear in formulas if linear is None]
+        out += [f"{n}_p = {n}" for n in sorted(self.tensors)
+                if n in tensors and any(uses_ident(t, f"{n}_p") for t in texts)]
         for fd, linear in formulas:
             if linear is not None:
                 py = f"_{self.unit.stem}_op(" + ", ".join(linear) + ")"

@@ -3,3 +3,5 @@
 @torch.library.register_fake("${qualname}", lib=_lib)
 def _${stem}_fake(${signature}):
     return ${value}
+
+
