@@ -5,7 +5,6 @@ native_functions.yaml (found without importing torch)."""
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib.util
 import os
@@ -32,38 +31,14 @@ def aten_callees(path: Optional[str] = None) -> dict:
     return callees(parse_native_functions(path, read_text(path), None).functions)
 
 
-@functools.lru_cache(maxsize=None)
-def torch_helpers() -> tuple[dict[str, str], dict[str, str]]:
-    """({file name: source} of the package codegen/formula/torch_helpers/,
-    its HELPERS: name -> the type it returns), without importing it (it
-    imports torch, which the generator may not): the public functions each
-    module defines, typed by the package's `_RETURNS` ("Tensor" otherwise),
-    as the package computes HELPERS when imported."""
-    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "formula", "torch_helpers")
-    sources, names, returns = {}, [], {}
-    for name in sorted(os.listdir(folder)):
-        if not name.endswith(".py"):
-            continue
-        with open(os.path.join(folder, name), encoding="utf-8") as f:
-            sources[name] = f.read()
-        for node in ast.parse(sources[name], name).body:
-            if name != "__init__.py" and isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
-                names.append(node.name)
-            if name != "__init__.py" and isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
-                    and node.value.id in names:   # an alias of a helper (`to_args_sizes_symint = to_args_sizes`)
-                names += [t.id for t in node.targets if isinstance(t, ast.Name) and not t.id.startswith("_")]
-            if name == "__init__.py" and isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                    and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "_RETURNS":
-                returns = ast.literal_eval(node.value)
-    return sources, {n: returns.get(n, "Tensor") for n in names}
-
-
 def render_stable_python(native_functions: str, derivatives: str, namespace: str,
                          aten_native_functions: Optional[str] = None) -> dict[str, str]:
     """{file name: text} of the generated module, its run-time support and,
     where a formula calls one of FunctionsManual's helpers, their Python
     package (a copy of codegen/formula/torch_helpers/: `stable_autograd_helpers/<file>`)."""
     from ..emit.stable_python import render_module
-    from .units import Kind, load_units
-    units = [u.subject for u in load_units(native_functions, derivatives) if u.kind is Kind.KERNEL]
-    return render_module(units, namespace, aten_callees(aten_native_functions), torch_helpers())
+    from ..formula.helper_names import helper_package
+    from ..model.extension_op import KernelUnit
+    from .units import load_units
+    units = [u.subject for u in load_units(native_functions, derivatives) if isinstance(u.subject, KernelUnit)]
+    return render_module(units, namespace, aten_callees(aten_native_functions), helper_package())

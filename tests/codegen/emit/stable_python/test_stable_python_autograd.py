@@ -119,10 +119,3 @@ def test_without_grad_or_tangent_the_op_runs_alone(sp):
     out = sp.myexp(x)
     assert out.grad_fn is None and torch.equal(out, x.exp())
 
-
-def test_the_helpers_named_without_importing_them_are_the_packages():
-    """The generator reads torch_helpers' names from its source (it may not
-    import torch); the package computes them when imported."""
-    from autograd_scons.codegen.engine.stable_python import torch_helpers
-    from autograd_scons.codegen.formula.torch_helpers import HELPERS
-    assert torch_helpers()[1] == HELPERS

@@ -98,10 +98,11 @@ def _fake(unit: KernelUnit, common: dict, where) -> list[str]:
     n = len(fs.returns)
     if kind is None:
         return []
+    named = fake.name if fake is not None and fake.name is not None else ""
     if kind == FAKE_PYTHON:
-        return load("stable_python/fake_python.pyt").lines(common, function=fake.name)
+        return load("stable_python/fake_python.pyt").lines(common, function=named)
     if kind == FAKE_LIKE:
-        value = f"_rt.like({fake.name}, {n})"
+        value = f"_rt.like({named}, {n})"
     else:
         tensors = [a.name for a in fs.schema_order_arguments() if str(a.type) in ("Tensor", "Tensor?")]
         value = f"_rt.broadcast_like({tuple_of(tensors)}, {n})"

@@ -123,7 +123,8 @@ class _Op:
         results = len(self.rnames) > 1 or self.rnames[0] in self._setup_reads()
         out += [f"{self._results()} = output" if len(self.rnames) > 1 else f"{self.rnames[0]} = output"][:results]
         out.append("need = ctx.needs_input_grad")
-        tensors, plain = [], []
+        tensors: list[tuple[str, str]] = []
+        plain: list[tuple[str, str]] = []
         for a, _, readers in self.saved():
             value = a.name if a.expr == a.name else self._py(a.expr, self.info.line, {})
             held = f"{value} if {self._need(readers)} else None"
