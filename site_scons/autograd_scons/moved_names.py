@@ -23,6 +23,7 @@ generic would shadow, or be shadowed by, other projects' packages).
 """
 
 import importlib
+import os
 import sys
 import types
 from typing import Optional
@@ -89,6 +90,71 @@ def _importer_level() -> int:
         name = frame.f_code.co_filename
         if not name.startswith("<frozen importlib"):
             if name not in (__file__, package_init):
+                break
+            level += 1
+        frame = frame.f_back
+    return level
+
+
+# The SCons tools a checkout held in site_scons/site_tools/ until the package's
+# folders became its import names (commit acac559): the docs of that time
+# loaded them by `toolpath=[<checkout>/site_scons/site_tools]`.  That folder
+# keeps a file per tool which hands SCons the package's tool (old_tool()).
+OLD_TOOLS = {"autograd_functions": "tool.builders", "nvcc": "tool.cuda_objects"}
+NEW_TOOL_FORM = 'import autograd_scons; env.Tool("{tool}", toolpath=[autograd_scons.TOOLPATH])'
+
+
+def old_tool(tool: str):
+    """`generate` and `exists` for SCons from the old site_tools/ file of
+    `tool`: the package's own, with one DeprecationWarning per process
+    naming the new form (warned when the tool is applied, from the
+    SConstruct's line that asked for it)."""
+    module = importlib.import_module(f"{PACKAGE}.{OLD_TOOLS[tool]}")
+
+    def generate(env, *args, **kw):
+        key = f"site_tools/{tool}"
+        if key not in _warned:
+            _warned.add(key)
+            warnings.warn(f"the tool {tool!r} from a checkout's site_scons/site_tools moved into the package: "
+                          f"`{NEW_TOOL_FORM.format(tool=tool)}` (the old folder will be removed)",
+                          DeprecationWarning, stacklevel=_sconscript_level())
+        return module.generate(env, *args, **kw)
+
+    return generate, module.exists
+
+
+# The helpers a checkout's site_scons/ held as top-level modules before the
+# package (commit 8af3fec): `sys.path.insert(0, AGF + "/site_scons"); import
+# torch_flags, verified_cache` (docs/embedding.md), `cuda_flags` (docs/cuda.md).
+OLD_TOP_LEVEL = ("torch_flags", "verified_cache", "cuda_flags")
+
+
+def old_top_level(old: str) -> types.ModuleType:
+    """The module a top-level helper of a checkout's site_scons/ now is,
+    after one DeprecationWarning naming its import from the package."""
+    module = importlib.import_module(f"{PACKAGE}.{MOVED[old][0]}")
+    key = f"top-level/{old}"
+    if key not in _warned:
+        _warned.add(key)
+        home, name = MOVED[old][0].rsplit(".", 1)
+        warnings.warn(f"the top-level module {old!r} of a checkout's site_scons/ moved into the package: "
+                      f"`from {PACKAGE}.{home} import {name}` (the old name will be removed)",
+                      DeprecationWarning, stacklevel=_sconscript_level())
+    return module
+
+
+def _sconscript_level() -> int:
+    """warnings' stacklevel of the first frame outside this module, the old
+    files in site_scons/, SCons's own modules and the import machinery: the
+    SConstruct's line that used the old form."""
+    level = 1
+    frame: Optional[types.FrameType] = sys._getframe(1)
+    site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<frozen importlib"):
+            mine = name == __file__ or os.path.dirname(name) in (site, os.path.join(site, "site_tools"))
+            if not mine and os.sep + "SCons" + os.sep not in name:
                 break
             level += 1
         frame = frame.f_back

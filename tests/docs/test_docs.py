@@ -208,7 +208,7 @@ def test_a_stale_name_is_found():
     """The check can fail: the shapes the issue found (a moved module by path,
     a removed one by its bare name)."""
     basenames = {os.path.basename(f) for f in checkout_files()}
-    assert stale_names("# (site_scons/cuda_flags.py defines it)", basenames) == ["site_scons/cuda_flags.py"]
+    assert stale_names("# (site_scons/jit_load.py defines it)", basenames) == ["site_scons/jit_load.py"]
     assert stale_names("# the SConstruct (load_sconstruct.py)", basenames) == ["load_sconstruct.py"]
     assert stale_names("# site_scons/autograd_scons/buildenv/cuda_flags.py, runner.py, gen_autograd_functions.py",
                        basenames) == []

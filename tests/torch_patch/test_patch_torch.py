@@ -203,3 +203,23 @@ def test_a_killed_patch_build_leaves_no_patch_and_the_next_one_right(tmp_path):
     assert again.returncode == 0, again.stderr
     run = run_patched(env, out, RATIOS)
     assert run.stdout.split("\n")[0] == "[3.0, 1.0] ['ForeachSinBackward0', 'SinBackward0']", run.stderr
+
+
+def test_a_compile_error_in_an_edit_is_shown_at_the_yaml_line_first(tmp_path):
+    """The issue-60 case: sin's formula calling a helper no header declares
+    for those arguments (torch 2.13 declares only handle_r_to_c(ScalarType,
+    Tensor)).  The first error shown was in the derived ForeachSinBackward0's
+    generated code; the derived formula now carries sin's #line too."""
+    out, env, tmp = built(tmp_path)
+    edit = (SIN[0], "- name: sin(Tensor self) -> Tensor\n  self: grad * handle_r_to_c(self, self.cos().conj())\n")
+    path = edited_specs(tmp, edit)
+    with open(path, encoding="utf-8") as f:
+        line = f.read().split(edit[1])[0].count("\n") + 2   # the formula's line
+    proc = patch_torch(env, out, "--derivatives", path)
+    assert proc.returncode != 0, proc.stdout
+    with open(os.path.join(out, "build.log")) as f:
+        errors = [x.removeprefix("patch-torch: ") for x in (proc.stderr + f.read()).splitlines() if ": error:" in x]
+    assert errors, proc.stderr[-3000:]
+    assert errors[0].startswith(f"derivatives.yaml:{line}:"), "\n".join(errors[:5])
+    assert all(e.startswith(f"derivatives.yaml:{line}:") for e in errors if "handle_r_to_c" in e), \
+        "\n".join(errors[:10])

@@ -42,8 +42,9 @@ class SpecError(Error):
 
     def __init__(self, message: str, file: Optional[str] = None,
                  line: Optional[int] = None, entry: Optional[str] = None):
-        self.message = " ".join(str(message).split())  # keep it on one line
-        self.file, self.line, self.entry = file, line, entry
+        self.message = " ".join(clipped(word) for word in str(message).split())  # one line, no endless name
+        self.file, self.line = file, line
+        self.entry = clipped(entry, 200) if isinstance(entry, str) else entry   # (a schema: longer than a name)
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -52,6 +53,15 @@ class SpecError(Error):
             where += f":{self.line}"
         entry = f" entry '{self.entry}':" if self.entry else ""
         return f"{where}:{entry} {self.message}"
+
+
+def clipped(text: str, longest: int = 80) -> str:
+    """`text` as an error echoes it: a name or schema of more than `longest`
+    characters (a 10,000-character name pasted by mistake) is cut there,
+    with "..." (a path, which a reader needs whole, is kept)."""
+    if len(text) <= longest + 20 or "/" in text:
+        return text
+    return text[:longest] + "..."
 
 
 # What to do about the environment failures a build meets (errno name -> hint).

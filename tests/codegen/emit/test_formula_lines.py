@@ -17,7 +17,7 @@ DERIVATIVES = """\
   self: -grad
 
 - name: mm2(Tensor a, Tensor b) -> Tensor
-  a: grad * bb
+  a: grad * bb(b)
   b: grad * a
 """
 
@@ -73,8 +73,8 @@ def test_error_in_a_forward_formula_names_the_yaml_line(tmp_path, cxx):
     """Forward formulas are in the op's Autograd kernel (ops/), not the Function."""
     from support import cxx as flags
     compiler(cxx)
-    gen = generate(tmp_path, DERIVATIVES.replace("  a: grad * bb\n", "  a: grad * b\n")
-                   + "  result: a_t * bb + b_t * a_p\n")
+    gen = generate(tmp_path, DERIVATIVES.replace("  a: grad * bb(b)\n", "  a: grad * b\n")
+                   + "  result: a_t * bb(b) + b_t * a_p\n")
     assert "#define AGF_LINE_Mm2Backward0_fw0 6\n" in (gen / "derivative_lines.h").read_text()
     proc = subprocess.run([cxx, *flags.torch_flags(), *flags.python_flags(), "-w", "-fsyntax-only",
                            "ops/nbx_mm2.cpp"], capture_output=True, text=True, cwd=gen)

@@ -89,7 +89,8 @@ class _Deriver:
                 raise self.error(f"its formula saves output '{s.name}'; only 'result' maps to the list result")
             saved_out.append(SavedAttribute("result", tensorListT, "result"))
         var_names = tuple(self.to_foreach[v].name for v in d.var_names)
-        return Derivative(formula, d.formula, var_names, tuple(saved_in), tuple(saved_out), frozenset())
+        # (the reference's line: a compiler error in the derived formula points at the entry it comes from)
+        return Derivative(formula, d.formula, var_names, tuple(saved_in), tuple(saved_out), frozenset(), line=d.line)
 
     def forward(self, fw: ForwardDerivative) -> ForwardDerivative:
         formula = fw.formula.replace("result", "result[i]") if "result" in fw.formula else fw.formula
@@ -108,7 +109,7 @@ class _Deriver:
                     names[k], types[k] = a.name, a.type
             tangents = [a.name if n == r.name else n for n in tangents]
             primals = [a.name if n == r.name else n for n in primals]
-        return ForwardDerivative(formula, tuple(names), tuple(types), tuple(tangents), tuple(primals))
+        return ForwardDerivative(formula, tuple(names), tuple(types), tuple(tangents), tuple(primals), line=fw.line)
 
     def info(self) -> DifferentiabilityInfo:
         f, ref = self.f, self.ref

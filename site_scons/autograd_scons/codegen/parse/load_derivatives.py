@@ -21,6 +21,7 @@ from ..model.autograd import (IDENT, Derivative, DifferentiabilityInfo, ForwardD
                            unique_by_name, uses_ident)
 from ..model.cpp import Binding, cpp_arguments, return_names, return_type
 from autograd_scons.base.errors import FormulaError, SpecError
+from .formula_names import check_formula_text, known_names
 from .grad_usage import check_grad_usage as _check_grad_usage, grad_indices as _grad_indices, reserved_argument
 from .matching import Matcher, view_copy_infos
 from .saved_attributes import saved_attributes
@@ -187,6 +188,9 @@ class _EntryLoader:
         available = tuple(f"grad_{r.name}" for r, ok in zip(fs.returns, flags)
                           if ok and r.name is not None and r.type.base() == "Tensor")
         derivatives, forwards, non_diff = self.formulas(f, bindings, defn, available, where)
+        if not fs.returns and (derivatives or forwards):
+            raise self.error(f"the op returns nothing ('{fs.name}(...) -> ()'): autograd has no output to attach "
+                             "its formulas to; return the result, or mark the inputs 'non_differentiable'", "name")
         reserved = reserved_argument(arg_names, [d.original_formula for d in derivatives], available)
         if reserved:
             raise self.error(f"{reserved} (schema at {f.file}:{f.line})", "name")
@@ -226,6 +230,8 @@ class _EntryLoader:
         arg_names = [b.name for b in bindings]
         ret_names = [r.name for r in fs.returns]
         outputs = self.output_names(f)
+        known = known_names([a.name for a in fs.schema_order_arguments()], [r.name for r in fs.returns if r.name],
+                            foreach=fs.name.base.startswith("_foreach_"))
         derivatives: list[Derivative] = []
         forwards: list[tuple[str, tuple[str, ...], str]] = []
         non_diff: list[str] = []
@@ -239,6 +245,11 @@ class _EntryLoader:
             if not isinstance(formula, str):
                 raise self.error(f"the formula for '{k}' must be a string", *where, k)
             names = tuple(x.strip() for x in k.split(","))
+            if formula.lower().strip() not in ("non_differentiable", "auto_element_wise", "auto_linear"):
+                try:   # (before the compiler, which would see it only in the generated code)
+                    check_formula_text(formula, known, forward=names[0] not in arg_names)
+                except FormulaError as ex:
+                    raise self.error(f"formula for '{k}': {ex}", *where, k) from None
             for name in names:
                 if name in arg_names and name in ret_names:
                     raise self.error(f"'{name}' is both an argument and a named output", *where, k)

@@ -61,7 +61,9 @@ def first_op_namespace(path: str) -> str:
 
 
 def parse_native_functions(path: str, text: str, valid_tags: Optional[set[str]]) -> NativeSpec:
-    funcs = resolve_redispatch([_parse_entry(path, e, valid_tags) for e in load_entries(path, text)])
+    parsed = [_parse_entry(path, e, valid_tags) for e in load_entries(path, text)]
+    _check_namespace_written(path, parsed)
+    funcs = resolve_redispatch(parsed)
     funcs += _derived_variants(funcs)
     funcs += _view_copies(funcs)
     groups = _group_by_view(funcs)
@@ -69,6 +71,24 @@ def parse_native_functions(path: str, text: str, valid_tags: Optional[set[str]])
     for g in groups:
         ordered.extend(g.functions() if isinstance(g, ViewGroup) else [g])
     return NativeSpec(funcs, ordered, [g for g in groups if isinstance(g, ViewGroup)])
+
+
+def _check_namespace_written(path: str, funcs: Sequence[NativeFunction]) -> None:
+    """In a file of extension ops, each `func:` names its namespace: one
+    without is ATen's (torch's own native_functions.yaml writes none), and
+    an extension does not register ATen ops, so the op would lose its
+    registration and kernel without a word.  `aten::` written out stays an
+    ATen op."""
+    extension = next((f for f in funcs if f.namespace != "aten"), None)
+    if extension is None:
+        return   # torch's own file, or one of ATen ops alone: a bare name is ATen's
+    for f in funcs:
+        raw = f.raw.get("func")
+        if isinstance(raw, str) and _NS_RE.match(raw.strip()) is None:
+            raise SpecError(f"'func:' has no namespace, so '{f.func.name}' would be an ATen op, which an extension "
+                            f"does not register: write '{extension.namespace}::{f.func.name}(...)' as the file's "
+                            f"other ops (line {extension.line}), or 'aten::{f.func.name}(...)' for an ATen op",
+                            path, f.line, raw)
 
 
 def _parse_entry(path: str, e: Entry, valid_tags: Optional[set[str]]) -> NativeFunction:

@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple, Optional, Sequence, Union
 from autograd_scons.base.errors import FormulaError
 from ..model.autograd import SavedAttribute, uses_ident
 from ..model.cpp import (CType, OptionalCType, VectorCType, boolT, layoutT, longT, scalarTypeT, stringViewT,
-                      symIntArrayRefT, symIntT, tensorGeometryT, tensorOptionsT, typeAndSizeT)
+                      symIntArrayRefT, symIntT, tensorGeometryT, tensorOptionsT, tensorT, typeAndSizeT)
 
 
 class _Rewrite(NamedTuple):
@@ -102,7 +102,7 @@ def saved_attributes(formula: str, variables: Sequence[tuple[str, CType]],
         for rw in _REWRITES:
             if not _may_match(formula, name, rw.pattern):
                 continue
-            formula = _regex(rw.pattern, name).sub(_saver(rw, name, var_names, saved), formula)
+            formula = _regex(rw.pattern, name).sub(_saver(rw, name, ctype, var_names, saved), formula)
         if ctype == _OPT_STRING:
             # Saved as std::optional<std::string>; the formula wants a view.
             formula = re.sub(rf"\b{name}\b", f"{name}.has_value() ? std::optional<std::string_view>"
@@ -112,10 +112,26 @@ def saved_attributes(formula: str, variables: Sequence[tuple[str, CType]],
     return formula, tuple(saved)
 
 
-def _saver(rw: _Rewrite, name: str, var_names: tuple[str, ...],
+def _member_of(pattern: str) -> Optional[CType]:
+    """The type a member-access rewrite (`{}.scalar_type()`, `{}->sym_sizes()`)
+    saves from: a Tensor, an optional Tensor; None for a function's (`zeros_like({})`)."""
+    if pattern.startswith("{}."):
+        return tensorT
+    return OptionalCType(tensorT) if pattern.startswith("{}->") else None
+
+
+def _saver(rw: _Rewrite, name: str, ctype: CType, var_names: tuple[str, ...],
            saved: list[SavedAttribute]) -> Callable[[re.Match], str]:
     """The re.sub callback: records what to save, returns what the formula reads."""
+    member_of = _member_of(rw.pattern)
+
     def repl(m: re.Match) -> str:
+        whole_name = m.start() == 0 or not (m.string[m.start() - 1].isalnum() or m.string[m.start() - 1] == "_")
+        if member_of is not None and ctype.cpp_type() != member_of.cpp_type() and whole_name:
+            # saved as its own value at forward time, the member would not compile in the generated code
+            member = m.group(0)[len(name):]
+            raise FormulaError(f"'{name}{member}': '{name}' is a '{ctype.cpp_type()}', not a "
+                               f"'{member_of.cpp_type()}', so it has no {member.lstrip('.-> ')}")
         sfx = rw.suffix(m) if callable(rw.suffix) else rw.suffix
         if rw.strides:
             if var_names != (name,):

@@ -62,12 +62,18 @@ def gc_paused() -> Iterator[None]:
 
 def read_text(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise SpecError(f"cannot read file: {e.strerror}", path) from None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SpecError(f"not UTF-8 text ({e.reason} at byte {e.start})", path) from None
+        # located as an editor shows it: the line, and the column in characters of the valid text before it
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        column = len(data[line_start:e.start].decode("utf-8", "replace")) + 1
+        raise SpecError(f"not UTF-8 text: byte 0x{data[e.start]:02x} at column {column} ({e.reason}); save the "
+                        "file as UTF-8", path, data.count(b"\n", 0, e.start) + 1) from None
 
 
 def load_entries(path: str, text: str) -> list[Entry]:
@@ -85,6 +91,11 @@ def load_entries(path: str, text: str) -> list[Entry]:
         line = mark.line + 1 if mark is not None else None
         msg = "malformed YAML: " + " ".join(filter(None, [e.context, e.problem]))
         raise SpecError(msg, path, line) from None
+    except yaml.reader.ReaderError as e:   # a character YAML does not take (a NUL, a control character)
+        line_start = text.rfind("\n", 0, e.position) + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)   # (libyaml's: an int)
+        raise SpecError(f"malformed YAML: character 0x{code:02x} at column {e.position - line_start + 1} is not "
+                        "allowed (a control character)", path, text.count("\n", 0, e.position) + 1) from None
     except yaml.YAMLError as e:
         raise SpecError(f"malformed YAML: {e}", path) from None
     finally:

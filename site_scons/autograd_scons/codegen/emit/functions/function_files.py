@@ -10,7 +10,7 @@ same bytes.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 from ...model.autograd import DifferentiabilityInfo
 from autograd_scons.base.errors import FormulaError, SpecError
