@@ -75,6 +75,11 @@ def project(where: str, target: str) -> str:
             text = re.sub(r"\n  fake: .*", "", f.read())
         with open(nf, "w") as f:
             f.write(text)
+        d = os.path.join(folder, "derivatives.yaml")
+        with open(d) as f:   # (torch's helper, FunctionsManual.h, is not what this compares)
+            text = re.sub(r"handle_r_to_c\(self, (.*)\)", r"\1", f.read())
+        with open(d, "w") as f:
+            f.write(text)
         with open(os.path.join(folder, "SConscript"), "w") as f:
             f.write(CPP_SCONSCRIPT)
         with open(os.path.join(folder, "csrc", "kernels.cpp"), "w") as f:

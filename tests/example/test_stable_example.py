@@ -52,6 +52,8 @@ def built(tmp_path_factory):
         shutil.copy(project / "build" / "example" / name, shipped / name)
     for name in HELPERS:
         shutil.copy(project / name, shipped / name)
+    # the FunctionsManual helper sumsq's formula calls, generated as a Python package
+    shutil.copytree(project / "build" / "example" / "stable_autograd_helpers", shipped / "stable_autograd_helpers")
     return project, shipped
 
 
