@@ -220,7 +220,7 @@ def run(op_names=(), samples_per_op=2):
     """(the summary line, detail lines)."""
     import torch
     torch.set_num_threads(1)
-    infos, formulas, _ = translations(H.HELPERS)
+    infos, formulas, table = translations(H.HELPERS)
     by_op = defaultdict(list)
     for f in formulas:
         by_op[(f.op, f.func)].append(f)
@@ -263,5 +263,6 @@ def run(op_names=(), samples_per_op=2):
     lines += [f"TOLERANCE {f.op} {f.var_names}" for f in compared if f.close == f.compared and f.bitwise != f.compared]
     lines += [f"NOT COMPARED {f.op} {f.var_names}" for f in translated if not f.compared]
     lines += [f"SKIPPED {n} calls: {why}" for why, n in sorted(skipped.items())]
-    return line, lines, {"formulas": formulas, "translated": translated, "compared": compared,
+    return line, lines, {"infos": infos, "table": table, "calls": calls,
+                         "formulas": formulas, "translated": translated, "compared": compared,
                          "bitwise": bitwise, "close": close}

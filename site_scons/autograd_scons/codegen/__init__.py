@@ -19,6 +19,11 @@ rules:
                    load_derivatives with matching, saved_attributes, grad_usage),
                    the derived foreach infos, and libtorch's installed class
                    declarations (libtorch_classes)
+    formula/       the formula translator, on the model: derivatives.yaml's C++
+                   formulas as Python (syntax, translate, derivatives), and
+                   FunctionsManual's helpers in Python (torch_helpers/: runtime
+                   code of the generated Python, the one place here that imports
+                   torch; the generator reads it through helper_names)
     emit/          emission: the model into text, through templates/, a folder for each
                    thing emitted (functions/, op_kernels/, aten_kernels/, python_bindings/)
     engine/        the incremental engine: units and their keys, the manifest, the

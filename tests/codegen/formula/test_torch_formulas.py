@@ -4,7 +4,9 @@ and for every translated backward formula whose op OpInfo's samples reach
 (forward and backward, 10 samples an op, float64), libtorch's gradient
 against the Python formula's on the same inputs, outputs and cotangents
 (tests/support/formula_diff.py, formula_compare.py).  It prints one line
-(also at the end of the run: conftest's summary), and writes what was not
+(also at the end of the run: conftest's summary), the same for the forward
+formulas against libtorch's forward AD (dual tensors, a random tangent on
+every differentiable input; tests/support/formula_forward.py), and writes what was not
 translated, with the reasons, beside the test's temporary folder (-v: here).
 
 Full tier: about 40 s on 2 cores, most of it OpInfo's samples.
@@ -33,22 +35,27 @@ def _run(ops=(), samples=SAMPLES):
 def test_torch_formulas_translate_and_agree_with_libtorch(capsys, record_property, request, tmp_path_factory):
     from autograd_scons.codegen.formula.torch_helpers import HELPERS
     from support.formula_diff import helper_shares
+    from support.formula_forward import run_forward
     line, lines, r = _run()
     shares, per_helper = helper_shares(HELPERS)
+    forward, forward_lines, fr = run_forward(r["infos"], r["table"], r["calls"])
     report = tmp_path_factory.getbasetemp() / "torch_formulas.txt"
-    report.write_text("\n".join([line, shares] + per_helper + lines) + "\n")
-    record_property("summary", line)
-    record_property("summary", shares)
+    report.write_text("\n".join([line, shares, forward] + per_helper + lines + forward_lines) + "\n")
+    for summary in (line, shares, forward):
+        record_property("summary", summary)
     with capsys.disabled():
-        print(f"\n{line}\n{shares}\n(untranslated, with reasons, each helper's count, and every formula not "
-              f"compared: {report})")
+        print(f"\n{line}\n{shares}\n{forward}\n(untranslated, with reasons, each helper's count, and every "
+              f"formula not compared: {report})")
         if request.config.getoption("verbose") > 0:
-            print("\n".join(lines))
+            print("\n".join(lines + forward_lines))
     total = len(r["formulas"])
     assert len(r["translated"]) >= 0.6 * total
     assert len(r["compared"]) >= 0.6 * total, line
     differing = [x for x in lines if x.startswith("DIFFERS")]
     assert not differing and len(r["close"]) == len(r["compared"]), "\n".join(differing)
+    # forward formulas (`result: ...`) against libtorch's forward AD, the same calls
+    forward_differing = [x for x in forward_lines if x.startswith("FORWARD DIFFERS")]
+    assert not forward_differing and fr["compared"], "\n".join(forward_differing)
     # the untranslated each say why, naming the construct
     assert all(": " in x.split(")", 1)[1] for x in lines if x.startswith("UNTRANSLATED"))
 

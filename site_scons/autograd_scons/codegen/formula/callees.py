@@ -57,10 +57,13 @@ def _home(name: str, modules: set) -> str:
     it) for the rest: torch binds no Python function for most `_backward`,
     `_forward`, private and module (`nn`, `linalg`...) names the formulas
     call, and which it binds is not in native_functions.yaml."""
-    public = not name.startswith("_") and not any(w in name for w in _UNBOUND_WORDS)
+    public = not name.startswith("_") and not any(w in name for w in _UNBOUND_WORDS) and name not in _UNBOUND
     if modules == {"torch"} and public:
         return f"torch.{name}"
     return f"torch.ops.aten.{name}"
 
 
 _UNBOUND_WORDS = ("backward", "forward", "_jvp")
+# Public ATen functions torch binds no Python function for (Python indexes
+# with [] instead; the lift ops are the tracer's).
+_UNBOUND = frozenset(["index", "slice", "lift", "lift_fresh", "lift_fresh_copy"])

@@ -165,7 +165,7 @@ def aten_call(tr: "Translator", c: Call, callee: N.Callee, args: Sequence["Typed
 
 
 # ATen methods Tensor has no Python method for (Python indexes with []).
-_NO_PYTHON_METHOD = frozenset(["slice", "index", "slice_symint"])
+_NO_PYTHON_METHOD = frozenset(["slice", "index", "slice_symint", "index_put"])   # (index_put: no None index)
 
 
 def python_method(name: str) -> bool:

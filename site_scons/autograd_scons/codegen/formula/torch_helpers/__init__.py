@@ -17,8 +17,6 @@ copy of its folder): it imports nothing but torch.
 
 from __future__ import annotations
 
-import inspect as _inspect
-
 from . import shapes as _shapes, elementwise as _elementwise, nonlinear as _nonlinear
 from .shapes import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
