@@ -14,7 +14,9 @@ requires the torch minor it was built against (`torch==X.Y.*`: the library
 links torch's C++ API, whose ABI changes between minors) and is tagged for
 the interpreter (`cp311-cp311-linux_x86_64`): the library links
 libtorch_python and Python's C API.  With `PYTHON=0` the library uses
-neither, so the tag is `py3-none-<platform>`.
+neither, so the tag is `py3-none-<platform>`.  A stable project
+(`[tool.autograd-scons] stable = "2.10"`, ship/stable_project.py) requires
+`torch>=2.10` and is tagged `cp39-abi3-<platform>`.
 
 Every hook writes only inside the folder pip gives it: pyproject.toml's
 name and version are checked (PEP 508, PEP 440) before anything is
@@ -28,7 +30,7 @@ import sys
 import sysconfig
 
 from autograd_scons.buildenv.runner import BuildError  # one line (`str()`): the hooks print no traceback
-from autograd_scons.ship import metadata, variant, wheel_files
+from autograd_scons.ship import metadata, stable_project, variant, wheel_files
 from autograd_scons.ship.project import ProjectBuild, build_project
 
 # The PEP 517 and PEP 660 hooks; everything else here is the backend's own.
@@ -119,9 +121,19 @@ def _check_torch(data, cache_dir):
 
 def _requires(data, torch_version):
     """Requires-Dist: [project] dependencies (any torch among them replaced
-    by) and the pin to the torch the library was built against."""
+    by) and the pin to the torch the library was built against; for the
+    stable target, that torch or any later one (ship/stable_project.py)."""
     deps = [d for d in data["project"].get("dependencies") or [] if not re.match(r"\s*torch\b(?![-_.\w])", d)]
-    return deps + [f"torch=={_torch_minor(torch_version)}.*"]
+    target = _stable(data)
+    return deps + [stable_project.torch_requirement(target) if target else f"torch=={_torch_minor(torch_version)}.*"]
+
+
+def _stable(data):
+    """The project's stable target (pyproject.toml), or None; one line when bad."""
+    try:
+        return stable_project.stable_of(data)
+    except stable_project.StableConfigError as e:
+        raise BuildError(str(e)) from None
 
 
 def _python_tag():
@@ -134,7 +146,9 @@ def _platform_tag():
     return re.sub(r"[-.]", "_", sysconfig.get_platform())
 
 
-def _wheel_tag(with_python):
+def _wheel_tag(with_python, stable=False):
+    if stable:  # no Python C API in the library (ship/stable_project.py)
+        return f"{stable_project.ABI3_TAG}-{_platform_tag()}"
     if with_python:
         return f"{_python_tag()}-{_python_tag()}-{_platform_tag()}"
     return f"py3-none-{_platform_tag()}"
@@ -212,7 +226,7 @@ def _package_files(project, package):
 
 def _wheel(wheel_directory, data, info, files):
     version = info["torch"]
-    tag = _wheel_tag(info["python"])
+    tag = _wheel_tag(info["python"], bool(info.get("stable")))
     name = f"{_dist(data)}-{tag}.whl"
     wheel_files.write_wheel(os.path.join(wheel_directory, name), files, {
         "METADATA": metadata.metadata_text(data["project"], _requires(data, version), "."),
@@ -239,8 +253,9 @@ def _main_hook(fn):
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     data, info, request = _build_library(".", config_settings)
     files = _package_files(".", info["package"])
-    with open(os.path.join(request.build, info["library"]), "rb") as f:
-        files[info["library"]] = f.read()
+    for rel in [info["library"]] + info.get("modules", []):  # (a stable library's autograd module beside it)
+        with open(os.path.join(request.build, rel), "rb") as f:
+            files[rel] = f.read()
     return _wheel(wheel_directory, data, info, files)
 
 

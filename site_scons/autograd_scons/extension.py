@@ -10,7 +10,8 @@ backend, drives):
 `autograd_functions` and `nvcc` tools, the installed torch's flags, the CUDA
 kernels or the one line that says why not, `CACHEDIR` (verified entries),
 `LAUNCHER`, `PCH`, every core unless `-j` says otherwise.  `Package` builds
-the library `$BUILD/<package>/_C.so` (objects and generated sources stay in
+the library `$BUILD/<package>/_C.so` (for the stable target, pyproject.toml's
+`[tool.autograd-scons] stable`, also `_C_autograd.py` beside it) (objects and generated sources stay in
 `$BUILD`) and writes `$BUILD/wheel.json`, which tells the backend what goes
 into the wheel.  Paths inside the build are relative to the project, so the
 same project built in two folders gives the same library bytes.
@@ -80,27 +81,59 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
     env = env.Clone()
     env.Append(CPPPATH=["#csrc"])
     own = in_build(sources)
-    functions = env.AutogradFunctions(os.path.join(build, "gen"), native_functions=native_functions,
-                                      derivatives=derivatives, namespace=f"{package}::autograd",
-                                      includes=list(includes), unity=env["UNITY"], pch=env["AUTOGRAD_PCH"],
-                                      python=env["PYTHON"], pch_sources=own)  # returned among the TUs
+    stable = _stable(env)
+    if stable is not None:
+        if env.Flatten([cuda_sources]):
+            _refuse(f"extension.Package({package!r}): the stable target (pyproject.toml) builds CPU kernels "
+                    "here; CUDA sources need the C++ target")
+        # the kernels (torch::stable::Tensor) compiled stable; the library's autograd module beside it
+        functions = env.AutogradFunctions(os.path.join(build, "gen"), native_functions=native_functions,
+                                          derivatives=derivatives, stable=stable, pch_sources=own)
+    else:
+        functions = env.AutogradFunctions(os.path.join(build, "gen"), native_functions=native_functions,
+                                          derivatives=derivatives, namespace=f"{package}::autograd",
+                                          includes=list(includes), unity=env["UNITY"], pch=env["AUTOGRAD_PCH"],
+                                          python=env["PYTHON"], pch_sources=own)  # returned among the TUs
     cuda_in_build = in_build(cuda_sources)
     cuda = env.CudaObjects(cuda_in_build)
+    # (a stable library links libtorch_cpu alone: the shims live there)
+    libs = {} if stable is None else {"LIBS": [x for x in env.get("LIBS", []) if str(x) not in
+                                               ("c10", "torch", "torch_python")]}
     library = env.SharedLibrary(os.path.join(build, package, LIBRARY_STEM), functions + cuda,
-                                SHLIBPREFIX="", SHLIBSUFFIX=".so")
+                                SHLIBPREFIX="", SHLIBSUFFIX=".so", **libs)
     if not S.GetOption("help"):
         # the sources by their own paths: under the variant dir (duplicate=False)
         # record_inputs would see names that are not on disk
-        _record_inputs(env, library, [native_functions, derivatives] + [n.srcnode() for n in own + cuda_in_build])
+        _record_inputs(env, library, [native_functions, derivatives] + [n.srcnode() for n in own + cuda_in_build]
+                       + (["#pyproject.toml"] if stable is not None else []))  # (the switch is read there)
     facts = env["AUTOGRAD_TORCH"]
     _write_if_changed(os.path.join(build, WHEEL_JSON), {
-        "package": package, "library": f"{package}/{LIBRARY_STEM}.so", "python": bool(env["PYTHON"]),
+        "package": package, "library": f"{package}/{LIBRARY_STEM}.so",
+        "python": bool(env["PYTHON"]) and stable is None,   # (a stable library uses no Python C API)
+        "stable": stable.version if stable else None,
+        "modules": [os.path.relpath(n.abspath, env.Dir(build).abspath).replace(os.sep, "/")
+                    for n in library[1:]] if stable else [],   # the autograd module and its support
         "torch": facts["version"], "torch_cuda": facts.get("cuda"),  # the variant's name (ship/variant.py)
         "cuda": env.get("AUTOGRAD_CUDA_ARCHS") or [],
         "cuda_skipped": env.get("AUTOGRAD_CUDA_SKIPPED") if cuda_sources else None,
         "cuda_sources": [str(s) for s in env.Flatten([cuda_sources])]})
     env.Default(library)
     return library
+
+
+def _stable(env):
+    """The project's stable target: pyproject.toml's `[tool.autograd-scons] stable`."""
+    from autograd_scons.ship.stable_project import StableConfigError, project_stable
+    try:
+        return project_stable(env.Dir("#").abspath)
+    except StableConfigError as e:
+        _refuse(str(e))
+
+
+def _refuse(message):
+    import sys
+    sys.stderr.write(f"scons: *** {message}\n")
+    S.Exit(2)
 
 
 def _record_inputs(env, library, files):

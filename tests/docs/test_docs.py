@@ -91,6 +91,8 @@ EXTERNAL_PY = {
     "api.py",                      # enscons's, the backend compared with (docs/shipping.md)
     "_myops_editable.py",          # what the editable install writes into site-packages
     "train.py", "test_my_op.py",   # a user's programs, in examples of run-patched
+    # what a stable-target build writes beside its library (docs/stable-abi.md)
+    "_C_autograd.py", "stable_autograd_runtime.py", "stableops_ext_autograd.py",
 }
 
 

@@ -212,7 +212,9 @@ LAYERS = [
                                        "autograd_scons.tool.closing_lines", _BASE], ()),
     ("autograd_scons.jit*", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*",
                              "autograd_scons.build_report.document", _BASE], ("SCons",)),
-    ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", _BASE], ("SCons",)),
+    # (shipping reads a project's stable target as the generator does: model/stable.py)
+    ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.codegen.model.stable",
+                              _BASE], ("SCons",)),
     ("autograd_scons.torch_patch.patch_sconstruct", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*",
                                                      "autograd_scons.codegen*", "autograd_scons.tool.closing_lines",
                                                      _BASE], ()),
@@ -222,7 +224,7 @@ LAYERS = [
     ("autograd_scons.build_meta", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.extension",
                                    _BASE], ("SCons",)),
     ("autograd_scons.extension", ["autograd_scons.buildenv*", "autograd_scons.tool.toolpath", "autograd_scons.codegen*",
-                                  _BASE], ()),
+                                  "autograd_scons.ship.stable_project", _BASE], ()),   # (the project's one switch)
     ("autograd_scons.__main__", ["autograd_scons.codegen*", "autograd_scons.ship*", "autograd_scons.torch_patch*",
                                  "autograd_scons.build_report*", "autograd_scons.bench*", "autograd_scons.tool.weaken",
                                  _BASE], ()),

@@ -28,7 +28,7 @@ UNIT_STATES = ("regenerated", "identical", "up_to_date", "removed")
 REASONS = tuple(r.code for r in Reason)
 # The generated TUs' kinds by the tree's, and the caller's own sources.
 TU_KINDS = {TUKind.BUCKET: "bucket", TUKind.EDIT: "edit", TUKind.UNIT: "unit", TUKind.BINDING: "binding",
-            TUKind.SUPPORT: "support", TUKind.CACHE_KEY: "digest"}
+            TUKind.SUPPORT: "support", TUKind.CACHE_KEY: "digest", TUKind.STABLE: "stable"}
 USER = "user"
 OBJECT_KINDS = tuple(TU_KINDS.values()) + (USER,)
 # compiled: its compile ran (and was no launcher hit, where the launcher's

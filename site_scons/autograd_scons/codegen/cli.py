@@ -41,8 +41,12 @@ def _cmd_signatures(args: argparse.Namespace) -> int:
     with gc_paused():
         native = parse_native_functions(args.native_functions, read_text(args.native_functions),
                                         load_tags(args.tags))
-    sys.stdout.write(kernel_signatures(kernel_units(native, (), formulas=False),
-                                       os.path.basename(args.native_functions)))
+    units = kernel_units(native, (), formulas=False)
+    if args.stable:  # the stable target's declarations (torch::stable::Tensor, double, int64_t, ...)
+        from .emit.stable_registration import render_kernels_header
+        sys.stdout.write(render_kernels_header(units, os.path.basename(args.native_functions)))
+        return 0
+    sys.stdout.write(kernel_signatures(units, os.path.basename(args.native_functions)))
     return 0
 
 
@@ -128,4 +132,6 @@ def add_commands(sub) -> None:
     sig.add_argument("native_functions", metavar="YAML", help="native_functions.yaml: the operator schemas")
     sig.add_argument("--tags", metavar="YAML", default=None,
                      help="tags.yaml: the valid tags (optional; without it any tag is accepted)")
+    sig.add_argument("--stable", action="store_true",
+                     help="the stable target's declarations (torch::stable::Tensor; docs/stable-abi.md)")
     sig.set_defaults(run=_cmd_signatures)

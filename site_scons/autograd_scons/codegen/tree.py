@@ -105,6 +105,7 @@ class TUKind(enum.Enum):
     BINDING = "binding"    # a shard of the Functions' Python bindings
     SUPPORT = "support"    # what the shared headers declare, compiled once (unity=0)
     CACHE_KEY = "cache_key"  # the digest of the generated code: no header, never the prelude
+    STABLE = "stable"      # the stable target's registration (engine/stable_update.py): stable headers only
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,8 @@ def translation_unit(rel: str) -> TranslationUnit:
         return TranslationUnit(rel, TUKind.SUPPORT)
     if rel == CACHE_KEY_CPP:
         return TranslationUnit(rel, TUKind.CACHE_KEY)
+    if rel.startswith("stable/"):
+        return TranslationUnit(rel, TUKind.STABLE)
     return TranslationUnit(rel, TUKind.UNIT)
 
 

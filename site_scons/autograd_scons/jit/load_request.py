@@ -63,6 +63,7 @@ class LoadOptions:
     pch: Any = "auto"                # the precompiled prelude's policy: True, False
     timeout: Optional[float] = None  # seconds to wait for another process's build of the folder
     cache_dir: Any = None            # an SCons CacheDir (default $AUTOGRAD_CACHEDIR)
+    stable: Any = None               # the stable target: the oldest torch ("2.10", True); None: C++
 
     @classmethod
     def of(cls, function: str, keywords: dict) -> "LoadOptions":
@@ -115,7 +116,7 @@ class LoadRequest:
         try:
             functions = FunctionsRequest.of(native_functions, derivatives, tags=tags, namespace=o.namespace,
                                             includes=words(o.includes, "includes", name), unity=o.unity, pch=o.pch,
-                                            kernels=o.kernels, python=o.python)
+                                            kernels=o.kernels, python=o.python, stable=o.stable)
         except OptionError as e:
             raise LoadError(f"{label(name)}: {e}") from None
         cache_dir = o.cache_dir or os.environ.get("AUTOGRAD_CACHEDIR")

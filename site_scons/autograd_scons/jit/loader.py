@@ -34,6 +34,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import time
 from typing import Optional
 
@@ -108,6 +109,31 @@ def _root(build_directory) -> str:
     return os.path.abspath(os.fspath(build_directory)) if build_directory is not None else extensions_root()
 
 
+# name -> the stable target's autograd module: its registrations last as long as it does.
+_STABLE_AUTOGRAD: dict = {}
+
+
+def _run_stable_autograd(folder, namespace, specs_folder):
+    """Register the stable target's autograd (the generated Python module
+    of the build folder, which imports its run-time support beside it),
+    once per process, after its library loaded.  The Python modules the
+    yaml names (`fake: {python: module.function}`) are found beside
+    native_functions.yaml first, as they would be beside a shipped library."""
+    import importlib.util
+    from autograd_scons.codegen.emit.stable_python import module_name
+    from autograd_scons.codegen.engine.stable_update import STABLE_FOLDER
+    name = module_name(namespace)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "gen", STABLE_FOLDER, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, specs_folder)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if specs_folder in sys.path:
+            sys.path.remove(specs_folder)
+    return module
+
+
 def _build_and_load(request, folder, root, verbose, timeout, inline=None):
     name, label = request.name, _label(request.name)
     # The request (PCH with the rest) is in `key`: switching PCH runs SCons,
@@ -143,6 +169,9 @@ def _build_and_load(request, folder, root, verbose, timeout, inline=None):
             if refused is not None:
                 raise LoadError(f"{label}: {refused}") from None
             raise
+        if request.functions.stable is not None:  # the stable target's autograd is Python (gen/stable/)
+            _STABLE_AUTOGRAD[name] = _run_stable_autograd(folder, op_namespace,
+                                                          os.path.dirname(os.path.abspath(request.native_functions)))
     namespace = getattr(torch.ops, op_namespace)
     _loaded[name] = _Loaded(folder, library, key, digests, namespace)
     return namespace

@@ -1,8 +1,10 @@
-"""`python -m autograd_scons new NAME [--cuda] [--torch SPEC]`: a new
-extension project in the folder NAME (pyproject.toml with this package's
+"""`python -m autograd_scons new NAME [--cuda | --stable [VERSION]] [--torch SPEC]`:
+a new extension project in the folder NAME (pyproject.toml with this package's
 build backend and the torch span it builds under, SConstruct, the package,
 the specs of one differentiable op, its CPU kernel, tests; `--cuda`: its
-CUDA kernel too), made from the real files
+CUDA kernel too; `--stable`: on PyTorch's stable ABI, templates/stable/'s
+files over templates/project/'s, for torch>=VERSION, 2.10 by default:
+docs/stable-abi.md), made from the real files
 in templates/ (`extname` in them becomes NAME).  A folder that exists, or
 a NAME that is not a Python identifier, is longer than 100 characters, or
 would shadow torch's modules, this tool's or the standard library's, is
@@ -69,10 +71,11 @@ def render(text, name, cuda):
     return "".join(lines).replace(PLACEHOLDER, name)
 
 
-def template_files(cuda):
-    """[(template file, path in the project)] in a fixed order."""
-    files = []
-    for part in ["project"] + (["cuda"] if cuda else []):
+def template_files(cuda, stable=False):
+    """[(template file, path in the project)] in a fixed order (a later
+    part's file replaces an earlier one's of the same path)."""
+    files = {}
+    for part in ["project"] + (["cuda"] if cuda else []) + (["stable"] if stable else []):
         root = os.path.join(TEMPLATES, part)
         for folder, subdirs, names in os.walk(root):
             subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
@@ -81,8 +84,9 @@ def template_files(cuda):
                     path = os.path.join(folder, n)
                     rel = os.path.relpath(path, root).replace(PLACEHOLDER, "{name}")
                     # (a dot file would not be package data: setup.py's globs skip them)
-                    files.append((path, ".gitignore" if rel == "gitignore" else rel))
-    return files
+                    rel = ".gitignore" if rel == "gitignore" else rel
+                    files[rel] = path
+    return [(path, rel) for rel, path in files.items()]
 
 
 def check_name(name):
@@ -102,10 +106,20 @@ def check_name(name):
                          "would shadow it: choose another name")
 
 
-def new(name, cuda=False, where=".", torch_spec=None):
+def new(name, cuda=False, where=".", torch_spec=None, stable=None):
     """Write the project; returns its folder.  SystemExit (one line) on a
-    bad name or an existing folder, before anything is written."""
+    bad name or an existing folder, before anything is written.  `stable`:
+    the stable target's oldest torch ("2.10", True), None for the C++ target."""
     check_name(name)
+    from autograd_scons.base.errors import OptionError
+    from autograd_scons.codegen.model.stable import StableTarget
+    try:
+        target = StableTarget.parse(stable)
+    except OptionError as e:
+        raise SystemExit(f"autograd_scons new: --stable: {e}") from None
+    if target is not None and cuda:
+        raise SystemExit("autograd_scons new: --stable builds CPU kernels on the stable ABI here; "
+                         "--cuda needs the C++ target: choose one")
     dest = name if where == "." else os.path.join(where, name)
     if os.path.lexists(dest):
         raise SystemExit(f"autograd_scons new: {dest} already exists: nothing written (choose another name, "
@@ -114,9 +128,11 @@ def new(name, cuda=False, where=".", torch_spec=None):
     # Written into a temporary sibling and renamed: never a half-written project.
     tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=where or ".")
     try:
-        for template, rel in template_files(cuda):
+        for template, rel in template_files(cuda, target is not None):
             with open(template, encoding="utf-8") as f:
                 text = render(f.read(), name, cuda).replace("@TORCH_SPAN@", span)
+            if target is not None:
+                text = text.replace("@STABLE@", target.version)
             out = os.path.join(tmp, rel.format(name=name))
             os.makedirs(os.path.dirname(out), exist_ok=True)
             with open(out, "w", encoding="utf-8") as f:
@@ -136,10 +152,13 @@ def add_command(sub) -> None:
     p.add_argument("--torch", metavar="SPEC", default=None,
                    help="the torch versions the project builds under (default: the installed minor and the "
                         "next, e.g. '>=2.13,<2.15')")
+    p.add_argument("--stable", nargs="?", const="2.10", default=None, metavar="VERSION",
+                   help="on PyTorch's stable ABI: one wheel for torch>=VERSION (default 2.10), "
+                        "the autograd as generated Python (docs/stable-abi.md)")
     p.set_defaults(run=_cmd_new)
 
 
 def _cmd_new(args) -> int:
-    dest = new(args.name, args.cuda, torch_spec=args.torch)
+    dest = new(args.name, args.cuda, torch_spec=args.torch, stable=args.stable)
     print(f"{dest}: written; next: cd {dest} && pip install --no-build-isolation . && pytest tests")
     return 0

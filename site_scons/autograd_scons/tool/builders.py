@@ -62,6 +62,7 @@ from autograd_scons.tool import build_digest
 from autograd_scons.tool import closing_lines
 from autograd_scons.tool import json_report
 from autograd_scons.tool import library_noop
+from autograd_scons.tool import stable_build
 from autograd_scons.tool.pch import PCHCOM, compiler_family, never_run, pch_objects
 from autograd_scons.codegen.engine import incremental
 from autograd_scons.base.errors import OptionError, SpecError, os_error_line
@@ -80,7 +81,7 @@ def _fail(message):
 _option_added = False
 # What this tool writes and declares: in the key of AutogradLibrary's stamp.
 _TOOL_FILES = [__file__] + [m.__file__ for m in (compat, launcher, override, build_digest,
-                                                 pch, pch.pch_compilers, closing_lines)]
+                                                 pch, pch.pch_compilers, closing_lines, stable_build)]
 
 
 def _no_duplicate(node):
@@ -113,6 +114,8 @@ def AutogradFunctions(env, outdir, native_functions=None, derivatives=None, pch_
     (codegen/engine/functions_request.py), or `request=` one built already (load()'s)."""
     request = _request(outdir, native_functions, derivatives, options, request)
     pch_sources = list(pch_sources)
+    if request.stable is not None:  # (tool/stable_build.py: the kernels in pch_sources, compiled stable)
+        return stable_build.stable_objects(env, outdir, request, pch_sources)[0]
     # (they compile alongside the buckets: the automatic bucket count leaves them their cores)
     nodes, result, _ = _generate(env, outdir, request, others=len(pch_sources))
     out = _no_duplicate(env.Dir(outdir))
@@ -220,6 +223,12 @@ def _shared_library(env, *args, **kw):
             lambda target, source, env: _check_placement(target, own, declared), None))
         env.AddPostAction(lib[:1], SCons.Action.Action(
             lambda target, source, env: _check_kernels(target, declared), None))
+    stable = sorted({f for f in stable_build.STABLE_FOLDERS for s in sources if s.startswith(f + os.sep)})
+    if stable:  # a stable target's library: its imports audited after each link, its autograd beside it
+        stable_build.audited(env, lib, [s for n in lib for s in n.sources], stable_build.STABLE_FOLDERS[stable[0]][0],
+                             [k for f in stable for k in stable_build.DECLARED.get(f, ())])
+        # returned with the library: whatever installs or packages it takes its autograd along
+        lib = SCons.Util.NodeList(list(lib) + list(stable_build.autograd_module(env, lib, stable[0])))
     return lib
 
 
@@ -250,13 +259,23 @@ def _check_kernels(target, declared):
     return 0
 
 
-def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None, request=None, **options):
+def AutogradLibrary(env, target, outdir, native_functions=None, derivatives=None, request=None, sources=(),
+                    **options):
     """Generate, compile and link the Functions into one shared library
     (the options are AutogradFunctions'); when a stamp (library_noop.py) says
     nothing changed since it was built, return it as a plain file without
-    declaring the per-op graph."""
+    declaring the per-op graph.  `sources`: the stable target's kernels,
+    compiled stable into the library (tool/stable_build.py); the C++
+    target links the generated code alone (your kernels: AutogradFunctions'
+    `pch_sources` and your own SharedLibrary)."""
     request = _request(outdir, native_functions, derivatives, options, request)
     env.AppendUnique(CPPPATH=[_no_duplicate(env.Dir(outdir))])  # for the caller's own code
+    if request.stable is not None:
+        return stable_build.stable_library(env, target, outdir, request, env.Flatten([sources]))
+    if env.Flatten([sources]):
+        _fail(f"AutogradLibrary({str(target)!r}): sources= are the stable target's kernels (stable=); the C++ "
+              f"target's library holds the generated code alone: link your sources with AutogradFunctions(..., "
+              f"pch_sources=...) and env.SharedLibrary")
     env = env.Clone()  # the key must describe the environment the builders use
     nodes, result, record = _generate(env, outdir, request)
     out = _no_duplicate(env.Dir(outdir))

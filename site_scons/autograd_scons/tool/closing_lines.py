@@ -35,6 +35,7 @@ class Record:
     specs: tuple = (None, None, None)   # native_functions, derivatives, tags: their paths
     includes: tuple = ()
     generate_s: float = 0.0       # the generator's update, wall
+    target: Optional[str] = None  # "torch>=2.10" for the stable target (tool/stable_build.py)
 
 
 class ClosingReport:
@@ -58,7 +59,12 @@ class ClosingReport:
         retrieved = [o for o in objects if o[0] in RETRIEVED]
         objects = [o for o in objects if o[0] not in RETRIEVED]
         for r in self.records:
-            line = f"autograd_functions: {r.out}: {report(r.result)}; {layout_line(r.result)}"
+            how = (f"stable target ({r.target}): the autograd as Python, the registration in 1 TU"
+                   if r.target else layout_line(r.result))
+            said = report(r.result)
+            if r.target and not r.result.reasons:   # (the stable target parses its small specs every run)
+                said = said.split("; ")[0] + "; nothing changed"
+            line = f"autograd_functions: {r.out}: {said}; {how}"
             if r.note:
                 line += f"; {r.note}"
             elif objects or not dry:

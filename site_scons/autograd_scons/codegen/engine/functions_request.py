@@ -22,6 +22,7 @@ from typing import Optional
 from ..emit.options import EmitOptions, PatchTarget, parse_python
 from .buckets import AUTO, parse_unity, prelude_pays
 from autograd_scons.base.errors import OptionError
+from ..model.stable import StableTarget
 from ..tree import TUKind
 
 
@@ -77,6 +78,10 @@ class FunctionsRequest:
     emit: EmitOptions = field(default_factory=EmitOptions)
     unity: Optional[int] = None    # None: the automatic bucket count; 0: one TU per unit
     pch: Pch = Pch.OFF
+    # The stable target (model/stable.py): kernels on PyTorch's stable ABI,
+    # built once for every torch from this one on, the autograd as Python;
+    # None: the C++ target (libtorch's full API, one torch minor).
+    stable: Optional[StableTarget] = None
     # The stable target's twin of `includes`: the Python module of the
     # formulas' own helpers (`myops::sum_to` in Python), a path like the
     # spec files'; read statically, copied beside the generated module
@@ -86,7 +91,7 @@ class FunctionsRequest:
     @classmethod
     def of(cls, native_functions, derivatives, *, tags=None, namespace=None, unity=AUTO,
            includes=(), pch=False, kernels=True, python=True, patch=None,
-           python_helpers=None) -> "FunctionsRequest":
+           stable=None, python_helpers=None) -> "FunctionsRequest":
         """The request from keywords as the user gives them (strings from a
         command line included).  Raises OptionError naming the bad value;
         an unknown keyword is Python's TypeError."""
@@ -99,8 +104,14 @@ class FunctionsRequest:
                                 tuple(patch.get("complex_ops", ())))
         emit = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels), python=parse_python(python), patch=patch)
-        return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch),
-                   _python_helpers(python_helpers))
+        target = StableTarget.parse(stable)
+        if target is not None and patch is not None:
+            raise OptionError("stable= builds an extension's own ops; a patch of libtorch's Functions is C++")
+        helpers = _python_helpers(python_helpers)
+        if helpers is not None and target is None:
+            raise OptionError(f"python_helpers={helpers!r} names the stable target's Python helpers: give stable= "
+                              "too (the C++ target's helpers come from the headers includes= names)")
+        return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch), target, helpers)
 
     def to_json(self) -> dict:
         """The request as JSON values (load()'s spec file), for from_json."""
@@ -109,6 +120,7 @@ class FunctionsRequest:
                 "kernels": self.emit.kernels, "python": self.emit.python,
                 "unity": AUTO if self.unity is None else self.unity, "pch": self.pch.value,
                 "patch": dataclasses.asdict(self.emit.patch) if self.emit.patch else None,
+                "stable": self.stable.version if self.stable else None,
                 "python_helpers": self.python_helpers}
 
     @classmethod

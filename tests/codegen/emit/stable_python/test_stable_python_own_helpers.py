@@ -81,9 +81,11 @@ def test_an_edit_of_the_module_changes_its_copy_alone_and_an_unrelated_edit_noth
 
 
 def test_the_request_carries_the_module_through_json():
-    request = FunctionsRequest.of("n.yaml", "d.yaml", python_helpers="specs/python/myops_helpers.py")
-    assert request.python_helpers == "specs/python/myops_helpers.py"
+    request = FunctionsRequest.of("n.yaml", "d.yaml", stable="2.10", python_helpers="py/myops_helpers.py")
+    assert request.python_helpers == "py/myops_helpers.py"
     assert FunctionsRequest.from_json(request.to_json()) == request
-    assert FunctionsRequest.of("n.yaml", "d.yaml").python_helpers is None
+    assert FunctionsRequest.of("n.yaml", "d.yaml", stable=True).python_helpers is None
     with pytest.raises(OptionError, match=r"python_helpers must be the path of one Python file"):
-        FunctionsRequest.of("n.yaml", "d.yaml", python_helpers="specs/include/myops/backward_helpers.h")
+        FunctionsRequest.of("n.yaml", "d.yaml", stable=True, python_helpers="include/myops/backward_helpers.h")
+    with pytest.raises(OptionError, match=r"names the stable target's Python helpers: give stable= too"):
+        FunctionsRequest.of("n.yaml", "d.yaml", python_helpers="py/myops_helpers.py")

@@ -1,0 +1,5 @@
+// ${op}: ${keys}
+namespace ${ns}::native {
+${declarations}
+}  // namespace ${ns}::native
+

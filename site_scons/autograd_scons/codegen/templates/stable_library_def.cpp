@@ -1,0 +1,3 @@
+STABLE_TORCH_LIBRARY(${ns}, m) {
+  ${defs}
+}

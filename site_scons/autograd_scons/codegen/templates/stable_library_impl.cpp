@@ -1,0 +1,3 @@
+STABLE_TORCH_LIBRARY_IMPL(${ns}, ${key}, m) {
+  ${impls}
+}
