@@ -3,7 +3,7 @@ module the request names (`python_helpers="tests/fixtures/stable_python/sp_helpe
 the Python twin of the C++ target's `includes=` headers), read statically.
 
     module = read_helper_module("tests/fixtures/stable_python/sp_helpers.py")
-    module.types        # {"sum_to": "Tensor", "block_count": "int"}
+    module.types        # {"reduce_to": "Tensor", "reduce_as": "Tensor", "add_products": "Tensor"}
 
 The generator never imports it (it is the user's code, and imports torch):
 the functions a formula may call are its top-level `def`s, read with `ast`,
