@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -81,11 +82,16 @@ class FunctionsRequest:
     # built once for every torch from this one on, the autograd as Python;
     # None: the C++ target (libtorch's full API, one torch minor).
     stable: Optional[StableTarget] = None
+    # The stable target's twin of `includes`: the Python module of the
+    # formulas' own helpers (`myops::sum_to` in Python), a path like the
+    # spec files'; read statically, copied beside the generated module
+    # (formula/user_helpers.py).  The C++ target reads `includes` instead.
+    python_helpers: Optional[str] = None
 
     @classmethod
     def of(cls, native_functions, derivatives, *, tags=None, namespace=None, unity=AUTO,
            includes=(), pch=False, kernels=True, python=True, patch=None,
-           stable=None) -> "FunctionsRequest":
+           stable=None, python_helpers=None) -> "FunctionsRequest":
         """The request from keywords as the user gives them (strings from a
         command line included).  Raises OptionError naming the bad value;
         an unknown keyword is Python's TypeError."""
@@ -101,7 +107,11 @@ class FunctionsRequest:
         target = StableTarget.parse(stable)
         if target is not None and patch is not None:
             raise OptionError("stable= builds an extension's own ops; a patch of libtorch's Functions is C++")
-        return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch), target)
+        helpers = _python_helpers(python_helpers)
+        if helpers is not None and target is None:
+            raise OptionError(f"python_helpers={helpers!r} names the stable target's Python helpers: give stable= "
+                              "too (the C++ target's helpers come from the headers includes= names)")
+        return cls(native_functions, derivatives, tags, emit, parse_unity(unity), Pch.parse(pch), target, helpers)
 
     def to_json(self) -> dict:
         """The request as JSON values (load()'s spec file), for from_json."""
@@ -110,9 +120,20 @@ class FunctionsRequest:
                 "kernels": self.emit.kernels, "python": self.emit.python,
                 "unity": AUTO if self.unity is None else self.unity, "pch": self.pch.value,
                 "patch": dataclasses.asdict(self.emit.patch) if self.emit.patch else None,
-                "stable": self.stable.version if self.stable else None}
+                "stable": self.stable.version if self.stable else None,
+                "python_helpers": self.python_helpers}
 
     @classmethod
     def from_json(cls, data: dict) -> "FunctionsRequest":
         data = dict(data)
         return cls.of(data.pop("native_functions"), data.pop("derivatives"), **data)
+
+
+def _python_helpers(value) -> Optional[str]:
+    """`python_helpers=` as a user gives it: None, or the path of one `.py` file."""
+    if value is None:
+        return None
+    text = str(value) if isinstance(value, (str, os.PathLike)) else None
+    if not text or text.strip() != text or not text.endswith(".py") or any(c in text for c in "\n\r"):
+        raise OptionError(f"python_helpers must be the path of one Python file (helpers.py), not {value!r}")
+    return text

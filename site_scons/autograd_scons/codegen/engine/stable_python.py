@@ -32,13 +32,20 @@ def aten_callees(path: Optional[str] = None) -> dict:
 
 
 def render_stable_python(native_functions: str, derivatives: str, namespace: str,
-                         aten_native_functions: Optional[str] = None) -> dict[str, str]:
+                         aten_native_functions: Optional[str] = None,
+                         python_helpers: Optional[str] = None) -> dict[str, str]:
     """{file name: text} of the generated module, its run-time support and,
     where a formula calls one of FunctionsManual's helpers, their Python
-    package (a copy of codegen/formula/torch_helpers/: `stable_autograd_helpers/<file>`)."""
+    package (a copy of codegen/formula/torch_helpers/: `stable_autograd_helpers/<file>`);
+    where a formula calls one of the extension's own helpers, a copy of the
+    module `python_helpers` (a path, as FunctionsRequest.python_helpers
+    gives it: the module `stable_autograd_own_helpers`).  The module is read again
+    at every call, so an edit of it is in the next output."""
     from ..emit.stable_python import render_module
     from ..formula.helper_names import helper_package
+    from ..formula.user_helpers import read_helper_module
     from ..model.extension_op import KernelUnit
     from .units import load_units
+    own = read_helper_module(python_helpers) if python_helpers is not None else None
     units = [u.subject for u in load_units(native_functions, derivatives) if isinstance(u.subject, KernelUnit)]
-    return render_module(units, namespace, aten_callees(aten_native_functions), helper_package())
+    return render_module(units, namespace, aten_callees(aten_native_functions), helper_package(), own)

@@ -9,7 +9,9 @@ only what changed:
   from native_functions.yaml alone: a formula edit leaves them, and so
   every object, untouched;
 - `stable/<ns>_autograd.py` and its run-time support
-  `stable/stable_autograd_runtime.py`, the ops' autograd as Python from
+  `stable/stable_autograd_runtime.py` (and the helpers its formulas call:
+  FunctionsManual's package, a copy of the module `python_helpers=` names,
+  whose edit rewrites that copy alone), the ops' autograd as Python from
   derivatives.yaml (codegen/emit/stable_python/, through
   engine/stable_python.py); the build writes the module next to the library
   with the line that loads the library first, and the support beside it
@@ -66,7 +68,8 @@ def _python_autograd(request: FunctionsRequest, namespace: str) -> dict:
     then its run-time support (engine/stable_python.py)."""
     from .stable_python import render_stable_python
     from ..emit.stable_python import module_name
-    files = render_stable_python(request.native_functions, request.derivatives, namespace)
+    files = render_stable_python(request.native_functions, request.derivatives, namespace,
+                                 python_helpers=request.python_helpers)
     module = f"{module_name(namespace)}.py"
     return {f"{STABLE_FOLDER}/{name}": files[name] for name in [module] + sorted(set(files) - {module})}
 

@@ -28,6 +28,11 @@ API (pure Python, no torch):
   helper_types() without importing torch (helper_package() gives their
   files' sources too, to copy beside a generated module); the imported
   package's HELPERS says the same.
+- `own_helpers`: the extension's own helper module (user_helpers.py's
+  read_helper_module(path) of the file `python_helpers=` names: its
+  top-level defs, read with ast, never imported), `own_prefix` how the
+  generated code reaches it; `ns::f(...)` (ns not at/std/c10/torch) and
+  `f(...)` call its f, `ns::g(...)` it lacks is refused naming g and it.
 - `functions`: callees(...) of torch's native functions (ATen's, from the
   native_functions.yaml torchgen ships: an extension's formulas call them), so that ATen calls
   get their Python home and keyword-only arguments (without it every ATen
@@ -62,7 +67,8 @@ forward formula's; a refusal is a SpecError at the formula's yaml line.
 
 Modules: syntax.py (tokens, tree, parser), translate.py (the printer),
 calls.py and methods.py (calls), names.py (tables and types), callees.py
-(the ATen table from native functions), torch_helpers/ (the helpers, the
+(the ATen table from native functions), user_helpers.py (an extension's
+own helper module, read statically), torch_helpers/ (the helpers, the
 one package here that imports torch: generated code copies or imports it).
 """
 

@@ -35,6 +35,14 @@ def function_call(tr: "Translator", c: Call, fn: Name) -> "Typed":
         return "torch.is_grad_enabled()", "bool"
     if text == "std::numeric_limits::infinity":
         return "math.inf", "float"
+    own = tr.own_helpers
+    if own is not None and fn.parts[0] not in LIBRARY_NAMESPACES and fn.parts[-1] in own.types:
+        # `myops::f(...)` or `f(...)`: the extension's own helper (its module
+        # first, as the user named it for these formulas)
+        args = tr.arguments(c.args)
+        return f"{tr.own_prefix}{fn.parts[-1]}({', '.join(a for a, _ in args)})", own.types[fn.parts[-1]]
+    if len(fn.parts) > 1 and fn.parts[0] not in LIBRARY_NAMESPACES:
+        raise tr.refuse(_not_own(text, fn.parts[-1], own), c)
     if (len(fn.parts) == 1 or fn.parts[0] == "at" and len(fn.parts) == 2 and lookup(tr, fn.parts[1]) is None) \
             and fn.parts[-1] in tr.helpers:
         text = fn.parts[-1]
@@ -51,10 +59,25 @@ def function_call(tr: "Translator", c: Call, fn: Name) -> "Typed":
         callee = lookup(tr, name)
         if callee is not None:
             return aten_call(tr, c, callee, tr.arguments(c.args), receiver=None)
+        if len(fn.parts) == 1 and own is not None:
+            raise tr.refuse(f"the call of '{name}' (not a function of the helper module '{own.path}', nor one "
+                            "of torch's helpers, nor an ATen function)", c)
         if len(fn.parts) == 1:
             raise tr.refuse(f"the call of '{name}' (not a helper of the formulas' module, nor an ATen "
                             "function)", c)
     raise tr.refuse(f"the call of '{text}'", c)
+
+
+# Namespaces of C++ libraries, not of an extension's helpers: `at::f` is ATen's.
+LIBRARY_NAMESPACES = frozenset({"at", "std", "c10", "torch", "caffe2", "GradMode"})
+
+
+def _not_own(text: str, name: str, own) -> str:
+    """Why `ns::name(...)` (an extension's helper namespace) is refused."""
+    if own is None:
+        return (f"the call of '{text}' (a C++ helper: the stable target calls a Python one, from the module "
+                f"that python_helpers= names, defining '{name}')")
+    return f"the call of '{text}' ('{name}' is not a function of the helper module '{own.path}')"
 
 
 def lookup(tr: "Translator", name: str) -> Optional[N.Callee]:

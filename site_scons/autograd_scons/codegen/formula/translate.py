@@ -7,12 +7,15 @@ for the API and the table."""
 from __future__ import annotations
 
 import ast as pyast
-from typing import Collection, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Collection, Mapping, Optional, Union
 
 from autograd_scons.base.errors import FormulaError
 from . import names as N
 from .syntax import (Binary, Braces, Call, Cast, Conditional, Index, Member, Name, Node, Number,
                      String, Unary, parse)
+
+if TYPE_CHECKING:
+    from .user_helpers import HelperModule
 
 # Unqualified C++ math functions of numbers -> Python's math module.
 _MATH = {"sqrt", "exp", "log", "pow", "abs", "fabs", "sin", "cos", "tan", "log1p", "expm1", "floor", "ceil"}
@@ -37,10 +40,13 @@ def _atomic(text: str) -> bool:
 
 class Translator:
     def __init__(self, formula: str, variables: Mapping[str, str], helpers: Mapping[str, str],
-                 functions: Mapping[str, N.Callee], helper_prefix: str):
+                 functions: Mapping[str, N.Callee], helper_prefix: str,
+                 own_helpers: "Optional[HelperModule]" = None, own_prefix: str = ""):
         self.formula = formula
         self.variables, self.helpers, self.functions = variables, helpers, functions
         self.helper_prefix = helper_prefix
+        # The extension's own helper module (python_helpers=), if named.
+        self.own_helpers, self.own_prefix = own_helpers, own_prefix
 
     def refuse(self, what: str, node: Node) -> FormulaError:
         return FormulaError(f"cannot translate {what} (column {node.col + 1} of '{self.formula}')")
@@ -179,24 +185,28 @@ class Translator:
 def translate(formula: str, *, inputs: Mapping[str, str], outputs: Mapping[str, str] = {},
               helpers: Union[Mapping[str, str], Collection[str]] = (),
               functions: Optional[Mapping[str, N.Callee]] = None, helper_prefix: str = "",
-              extra: Mapping[str, str] = {}) -> str:
+              extra: Mapping[str, str] = {}, own_helpers: "Optional[HelperModule]" = None,
+              own_prefix: str = "") -> str:
     """`formula` (C++ as derivatives.yaml writes it) as one Python expression.
     See the package docstring."""
     return translate_typed(formula, inputs=inputs, outputs=outputs, helpers=helpers, functions=functions,
-                           helper_prefix=helper_prefix, extra=extra)[0]
+                           helper_prefix=helper_prefix, extra=extra, own_helpers=own_helpers,
+                           own_prefix=own_prefix)[0]
 
 
 def translate_typed(formula: str, *, inputs: Mapping[str, str], outputs: Mapping[str, str] = {},
                     helpers: Union[Mapping[str, str], Collection[str]] = (),
                     functions: Optional[Mapping[str, N.Callee]] = None, helper_prefix: str = "",
-                    extra: Mapping[str, str] = {}) -> Typed:
+                    extra: Mapping[str, str] = {}, own_helpers: "Optional[HelperModule]" = None,
+                    own_prefix: str = "") -> Typed:
     """translate() with the vocabulary type of the result."""
     variables = gradient_variables(inputs, outputs)
     variables.update(extra)
     if not isinstance(helpers, Mapping):
         helpers = {h: "Tensor" for h in helpers}
     tree = parse(formula)
-    return Translator(formula, variables, helpers, functions or {}, helper_prefix).expr(tree)
+    return Translator(formula, variables, helpers, functions or {}, helper_prefix, own_helpers,
+                      own_prefix).expr(tree)
 
 
 def gradient_variables(inputs: Mapping[str, str], outputs: Mapping[str, str]) -> dict[str, str]:

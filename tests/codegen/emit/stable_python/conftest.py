@@ -17,6 +17,7 @@ from support.spec_facts import REPO
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "stable_python")
 NATIVE = os.path.join(FIXTURE, "native_functions.yaml")
 DERIVATIVES = os.path.join(FIXTURE, "derivatives.yaml")
+HELPERS = os.path.join(FIXTURE, "sp_helpers.py")   # the formulas' own helpers (python_helpers=)
 
 # The kernels below autograd: what a stable-ABI library registers for CPU.
 KERNELS = {
@@ -32,6 +33,7 @@ KERNELS = {
     "sum_dtype": lambda s, dtype=None: s.sum(dtype=dtype),
     "soft_clip": lambda s, *, beta=1.0: (s / beta).tanh() * beta,
     "plain": lambda s: s.clone(),
+    "wmul": lambda s, o: s * o,
 }
 
 
@@ -48,9 +50,10 @@ def define(namespace: str):
     return lib
 
 
-def generated_files(native: str = NATIVE, derivatives: str = DERIVATIVES, namespace: str = "sp") -> dict[str, str]:
+def generated_files(native: str = NATIVE, derivatives: str = DERIVATIVES, namespace: str = "sp",
+                    python_helpers: str = HELPERS) -> dict[str, str]:
     from autograd_scons.codegen.engine.stable_python import render_stable_python
-    return render_stable_python(native, derivatives, namespace)
+    return render_stable_python(native, derivatives, namespace, python_helpers=python_helpers)
 
 
 def import_generated(folder: str, namespace: str = "sp"):

@@ -26,12 +26,14 @@ def _cases(sp):
             "masked_scale": (sp.masked_scale, (x, y.detach())), "prod_diff": (sp.prod_diff, (x, y)),
             "diff_only": (lambda a, c: sp.prod_diff(a, c)[1], (x, y)), "sum_dtype": (sp.sum_dtype, (x,)),
             "sum_dtype_float64": (lambda v: sp.sum_dtype(v, torch.float64), (x,)),
-            "soft_clip": (lambda v: sp.soft_clip(v, beta=0.5), (x,)), "soft_clip_default": (sp.soft_clip, (x,))}
+            "soft_clip": (lambda v: sp.soft_clip(v, beta=0.5), (x,)), "soft_clip_default": (sp.soft_clip, (x,)),
+            # formulas calling the fixture's own helpers (sp_helpers.py)
+            "wmul": (sp.wmul, (x, y)), "wmul_broadcast": (sp.wmul, (x, w))}
 
 
 NAMES = ["bmul", "bmul_broadcast", "scaled", "affine", "affine_no_bias", "row_sum", "myexp", "sincos_sign", "gather_rows",
          "masked_scale", "prod_diff", "diff_only", "sum_dtype", "sum_dtype_float64",
-         "soft_clip", "soft_clip_default"]
+         "soft_clip", "soft_clip_default", "wmul", "wmul_broadcast"]
 FORWARD = [n for n in NAMES if n != "gather_rows"]
 
 
@@ -59,6 +61,17 @@ def test_jvp_jacfwd_and_dual_tensors_are_not_zero(sp):
     with torch.no_grad(), forward_ad.dual_level():
         out = sp.myexp(forward_ad.make_dual(x, t))
         assert torch.allclose(forward_ad.unpack_dual(out).tangent, t * x.exp())
+
+
+def test_the_formulas_own_helpers_give_the_gradient_and_the_tangent(sp):
+    """wmul's formulas call sp_helpers.py (python_helpers=): its copy beside
+    the generated module computes them."""
+    x, w, t, u = torch.randn(4, 3, **D), torch.randn(3, **D), torch.randn(4, 3, **D), torch.randn(3, **D)
+    assert torch.allclose(jvp(sp.wmul, (x, w), (t, u))[1], t * w + x * u)
+    x.requires_grad_()
+    w.requires_grad_()
+    gx, gw = torch.autograd.grad(sp.wmul(x, w).sum(), (x, w))
+    assert torch.allclose(gx, w.expand(4, 3)) and torch.allclose(gw, x.sum(0))
 
 
 def test_register_autograd_alone_gives_silently_zero_tangents():

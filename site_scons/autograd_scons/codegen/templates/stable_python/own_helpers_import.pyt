@@ -1,0 +1,1 @@
+_own_helpers = _beside("${helpers}")   # the formulas' own helpers (a copy of ${file})
