@@ -65,11 +65,13 @@ def Environment(arguments):
 
 
 def Package(env, package, sources=(), cuda_sources=(), native_functions="native_functions.yaml",
-            derivatives="derivatives.yaml", includes=()):
+            derivatives="derivatives.yaml", includes=(), python_helpers=None):
     """The package's library, `$BUILD/<package>/_C.so`: the Functions the
     tool generates from the two yaml files (ops in the namespace
     `<package>::`), the hand-written `sources` and, with a CUDA torch, the
-    `.cu` ones.  Returns the library node (also the default target)."""
+    `.cu` ones.  `python_helpers`: the stable target's own Python helpers
+    (a .py file the formulas call; the C++ target's are in `includes`).
+    Returns the library node (also the default target)."""
     build = env["BUILD"]
     objects_dir = os.path.join(build, "obj")
     env.VariantDir(objects_dir, "#", duplicate=False)
@@ -82,13 +84,17 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
     env.Append(CPPPATH=["#csrc"])
     own = in_build(sources)
     stable = _stable(env)
+    if python_helpers and stable is None:
+        _refuse(f"extension.Package({package!r}): python_helpers= names the stable target's Python helpers "
+                "(pyproject.toml's [tool.autograd-scons] stable); the C++ target's come from includes=")
     if stable is not None:
         if env.Flatten([cuda_sources]):
             _refuse(f"extension.Package({package!r}): the stable target (pyproject.toml) builds CPU kernels "
                     "here; CUDA sources need the C++ target")
         # the kernels (torch::stable::Tensor) compiled stable; the library's autograd module beside it
         functions = env.AutogradFunctions(os.path.join(build, "gen"), native_functions=native_functions,
-                                          derivatives=derivatives, stable=stable, pch_sources=own)
+                                          derivatives=derivatives, stable=stable, pch_sources=own,
+                                          python_helpers=python_helpers)
     else:
         functions = env.AutogradFunctions(os.path.join(build, "gen"), native_functions=native_functions,
                                           derivatives=derivatives, namespace=f"{package}::autograd",
@@ -105,7 +111,8 @@ def Package(env, package, sources=(), cuda_sources=(), native_functions="native_
         # the sources by their own paths: under the variant dir (duplicate=False)
         # record_inputs would see names that are not on disk
         _record_inputs(env, library, [native_functions, derivatives] + [n.srcnode() for n in own + cuda_in_build]
-                       + (["#pyproject.toml"] if stable is not None else []))  # (the switch is read there)
+                       + (["#pyproject.toml"] if stable is not None else [])  # (the switch is read there)
+                       + ([python_helpers] if python_helpers else []))
     facts = env["AUTOGRAD_TORCH"]
     _write_if_changed(os.path.join(build, WHEEL_JSON), {
         "package": package, "library": f"{package}/{LIBRARY_STEM}.so",

@@ -52,3 +52,21 @@ def test_the_stable_example_loads_with_its_python_autograd(tmp_path):
     proc = run(call(tmp_path, stable=True), environ(cxx="g++"), then=CHECK, fresh=True)
     assert "LOADED" in proc.stdout and "CHECKED" in proc.stdout, proc.stdout + proc.stderr[-2000:]
     assert os.path.isfile(tmp_path / "build" / "gen" / "stable" / "stableops_autograd.py")
+
+
+def test_python_helpers_reach_the_request_as_a_path_and_need_stable(tmp_path, monkeypatch):
+    """load(..., python_helpers=) names the stable formulas' own Python
+    helpers: the request holds its absolute path (load()'s stamp records
+    that file, jit/sconstruct.py), and without stable= it is one line before
+    any build."""
+    from autograd_scons.jit.load_request import LoadOptions, LoadRequest
+    args = call(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h.py").write_text("def f(x):\n    return x\n")
+    request = LoadRequest.of(args["name"], args["native_functions"], args["derivatives"], args["sources"], None,
+                             LoadOptions(stable=True, python_helpers="h.py"))
+    assert request.functions.python_helpers == str(tmp_path / "h.py")
+    with pytest.raises(LoadError) as e:
+        load(**dict(args, python_helpers="h.py"))
+    assert "python_helpers='" in str(e.value) and "give stable=" in str(e.value)
+    assert not os.path.exists(tmp_path / "build")

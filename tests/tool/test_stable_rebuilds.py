@@ -65,3 +65,29 @@ def test_what_each_edit_rebuilds(tmp_path):
          "stableops::scale(Tensor self, float alpha=1.0)")
     edit(tmp_path / "spec" / "derivatives.yaml", "scale(Tensor self, float alpha)", "scale(Tensor self, float alpha=1.0)")
     assert compiled(run(tmp_path)) == ["registration.os"]
+
+
+def test_the_formulas_own_helpers_reach_the_library_and_an_edit_compiles_nothing(tmp_path):
+    """python_helpers= through the builder: the module the formulas call is
+    found from the SConstruct's folder and copied beside the library; an edit
+    of a helper's body rewrites that copy alone (no compile, no link, no op
+    regenerated); without the keyword the same formula is refused at its line."""
+    shutil.copytree(FIXTURE, tmp_path / "spec")
+    (tmp_path / "spec" / "helpers.py").write_text("def scaled(grad, alpha):\n    return grad * alpha\n")
+    edit(tmp_path / "spec" / "derivatives.yaml", "self: grad * alpha", "self: stableops::scaled(grad, alpha)")
+    (tmp_path / "SConstruct").write_text(SCONSTRUCT.replace('stable="2.10",', 'stable="2.10", '
+                                                            'python_helpers="spec/helpers.py",'))
+    assert compiled(run(tmp_path)) == ["kernels.os", "registration.os"]
+    copy = tmp_path / "build" / "stable_autograd_own_helpers.py"
+    assert copy.read_text() == (tmp_path / "spec" / "helpers.py").read_text()
+    assert "scaled" in (tmp_path / "build" / "stableops_ext_autograd.py").read_text()
+
+    edit(tmp_path / "spec" / "helpers.py", "return grad * alpha", "return alpha * grad")
+    out = run(tmp_path)
+    assert compiled(out) == [] and linked(out, "stableops_ext.so") is None
+    assert "alpha * grad" in copy.read_text()
+
+    (tmp_path / "SConstruct").write_text(SCONSTRUCT)
+    refused = scons(tmp_path, f"CXX={FAKE_CXX}", check=False)
+    assert refused.returncode == 2 and "derivatives.yaml:" in refused.stdout + refused.stderr
+    assert "python_helpers=" in refused.stdout + refused.stderr

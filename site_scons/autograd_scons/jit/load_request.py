@@ -64,6 +64,7 @@ class LoadOptions:
     timeout: Optional[float] = None  # seconds to wait for another process's build of the folder
     cache_dir: Any = None            # an SCons CacheDir (default $AUTOGRAD_CACHEDIR)
     stable: Any = None               # the stable target: the oldest torch ("2.10", True); None: C++
+    python_helpers: Any = None       # the stable target's own Python helpers (a .py path), formulas call them
 
     @classmethod
     def of(cls, function: str, keywords: dict) -> "LoadOptions":
@@ -116,7 +117,9 @@ class LoadRequest:
         try:
             functions = FunctionsRequest.of(native_functions, derivatives, tags=tags, namespace=o.namespace,
                                             includes=words(o.includes, "includes", name), unity=o.unity, pch=o.pch,
-                                            kernels=o.kernels, python=o.python, stable=o.stable)
+                                            kernels=o.kernels, python=o.python, stable=o.stable,
+                                            python_helpers=(os.path.abspath(os.fspath(o.python_helpers))
+                                                            if o.python_helpers is not None else None))
         except OptionError as e:
             raise LoadError(f"{label(name)}: {e}") from None
         cache_dir = o.cache_dir or os.environ.get("AUTOGRAD_CACHEDIR")

@@ -50,6 +50,6 @@ package = os.path.dirname(os.path.dirname(os.path.abspath(environment.__file__))
 up_to_date.record_inputs(lib, up_to_date.INPUTS,
                      extra=["load_spec.json", os.path.join(package, "jit", "sconstruct.py")]
                      + [p for p in (request.functions.native_functions, request.functions.derivatives,
-                                    request.functions.tags) if p],
+                                    request.functions.tags, request.functions.python_helpers) if p],
                      code_roots=up_to_date.tool_code_roots())
 Default(lib)

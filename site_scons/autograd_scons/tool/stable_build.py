@@ -62,9 +62,10 @@ def generate(env, outdir, request):
     out = env.Dir(outdir)
     out.duplicate = 0
     env.AppendUnique(CPPPATH=[out])
-    nf, d, tags = [env.File(p).srcnode().abspath if p is not None else None
-                   for p in (request.native_functions, request.derivatives, request.tags)]
-    request = dataclasses.replace(request, native_functions=nf, derivatives=d, tags=tags)
+    nf, d, tags, helpers = [env.File(p).srcnode().abspath if p is not None else None
+                            for p in (request.native_functions, request.derivatives, request.tags,
+                                      request.python_helpers)]
+    request = dataclasses.replace(request, native_functions=nf, derivatives=d, tags=tags, python_helpers=helpers)
     dry = bool(SCons.Script.GetOption("no_exec")) or bool(SCons.Script.GetOption("clean"))
     made = False
     started = time.perf_counter()
