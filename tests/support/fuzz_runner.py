@@ -6,6 +6,7 @@ run's."""
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import select
@@ -68,6 +69,9 @@ def _alarm(signum, frame):
 
 
 def _worker(todo: list[Mutant], start: int, folder: str, timeout: float, out_fd: int) -> None:
+    # (a signal is an outcome the parent reports: no fault dump of pytest's
+    # faulthandler in the log, which reads as the test run crashing)
+    faulthandler.disable()
     signal.signal(signal.SIGALRM, _alarm)
     with os.fdopen(out_fd, "w", buffering=1) as out:
         for i in range(start, len(todo)):

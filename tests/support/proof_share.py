@@ -4,10 +4,13 @@ and, in the cuda tier, 2.14.1) run one of PARTS interleaved parts of the
 op list per CI run, chosen from the commit, so that successive commits
 cover every op; the whole proof stays one command (docs/testing.md).
 
-    AGF_PROOF_SHARE=all    every op (the documented command)
-    AGF_PROOF_SHARE=K/N    part K of N
-    (unset)                part int(HEAD's hash) % PARTS of PARTS, in a git checkout;
-                           every op outside one
+    AGF_PROOF_SHARE=all    every op, under each torch (the documented command)
+    AGF_PROOF_SHARE=K/N    part K of N, under each torch
+    (unset)                part h % PARTS of PARTS, h being HEAD's hash, and the
+                           patch's proof under one torch, TORCHES[h // PARTS % 2]
+                           (each of the six pairs comes round; the other torch's
+                           test skips, saying so); in a checkout without git:
+                           every op, under each torch
 """
 
 from __future__ import annotations
@@ -18,6 +21,14 @@ import subprocess
 from support.spec_facts import REPO
 
 PARTS = 3
+# The torch versions the patch's OpInfo proof runs under (the test module
+# directly, and the cuda tier's venv).
+TORCHES = ("2.13", "2.14")
+
+
+def _head(repo: str):
+    head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True)
+    return int(head.stdout.strip()[:12], 16) if head.returncode == 0 else None
 
 
 def share(environ=os.environ, repo: str = REPO) -> tuple[int, int]:
@@ -30,10 +41,21 @@ def share(environ=os.environ, repo: str = REPO) -> tuple[int, int]:
         if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
             raise ValueError(f"AGF_PROOF_SHARE={asked!r}: give 'all' or K/N with 0 <= K < N")
         return int(k), int(n)
-    head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True)
-    if head.returncode != 0:
-        return 0, 1
-    return int(head.stdout.strip()[:12], 16) % PARTS, PARTS
+    h = _head(repo)
+    return (0, 1) if h is None else (h % PARTS, PARTS)
+
+
+def torches(environ=os.environ, repo: str = REPO) -> tuple[str, ...]:
+    """The torch versions ("2.13", "2.14") whose patch proof this run makes."""
+    h = None if environ.get("AGF_PROOF_SHARE") else _head(repo)
+    return TORCHES if h is None else (TORCHES[h // PARTS % 2],)
+
+
+def as_environ(environ=os.environ, repo: str = REPO) -> str:
+    """AGF_PROOF_SHARE's value for a child that runs in a copy without git
+    (the cuda tier's clone): this run's share."""
+    k, n = share(environ, repo)
+    return "all" if n == 1 else f"{k}/{n}"
 
 
 def describe(k: int, n: int) -> str:

@@ -17,3 +17,12 @@ def test_the_share_is_asked_for_or_taken_from_the_commit(tmp_path):
         with pytest.raises(ValueError, match="AGF_PROOF_SHARE"):
             share({"AGF_PROOF_SHARE": bad})
 
+
+
+def test_the_patch_proof_runs_under_one_torch_a_commit_and_both_on_request(tmp_path):
+    from support.proof_share import TORCHES, as_environ, torches
+    assert torches({"AGF_PROOF_SHARE": "all"}) == TORCHES == torches({"AGF_PROOF_SHARE": "1/3"})
+    assert len(torches({})) == 1 and torches({})[0] in TORCHES   # (this checkout's HEAD)
+    assert torches({}, repo=str(tmp_path)) == TORCHES             # not a checkout: both
+    k, n = share({})
+    assert as_environ({}) == f"{k}/{n}" and as_environ({"AGF_PROOF_SHARE": "all"}) == "all"
