@@ -74,7 +74,7 @@ def test_error_in_a_forward_formula_names_the_yaml_line(tmp_path, cxx):
     from support import cxx as flags
     compiler(cxx)
     gen = generate(tmp_path, DERIVATIVES.replace("  a: grad * bb(b)\n", "  a: grad * b\n")
-                   + "  result: a_t * bb(b) + b_t * a_p\n")
+                   + "  result: a_t * bb(b_p) + b_t * a_p\n")
     assert "#define AGF_LINE_Mm2Backward0_fw0 6\n" in (gen / "derivative_lines.h").read_text()
     proc = subprocess.run([cxx, *flags.torch_flags(), *flags.python_flags(), "-w", "-fsyntax-only",
                            "ops/nbx_mm2.cpp"], capture_output=True, text=True, cwd=gen)
