@@ -118,6 +118,7 @@ def test_switching_the_launcher_on_and_off_recompiles_nothing(tmp_path, standin)
     assert compiled(off) == [] and f"`{LIB}' is up to date" in off
 
 
+@pytest.mark.compile
 def test_the_launcher_keeps_cachedir_hits(tmp_path, standin):
     launcher, log = standin
     cache = str(tmp_path / "cache")

@@ -87,6 +87,7 @@ def test_corrupt_entry_is_reported_evicted_and_rebuilt(filled, cache, tmp_path):
     assert again.stdout.count("from cache") == len(ALL_OBJECTS) + 1  # and the library
 
 
+@pytest.mark.compile
 def test_entry_without_digest_is_a_miss_not_a_crash(filled, cache, tmp_path):
     # As left by a plain CacheDir, or by a version of the tool before digests.
     for d, _, names in os.walk(cache):

@@ -126,8 +126,10 @@ def scons_compiles(tmp_path, change):
     return sorted(compiled(scons(root, *args).stdout))
 
 
-# the fast tier keeps a formula and a header edit; a listed source's is the full tier's (tests/conftest.py)
-@pytest.mark.parametrize("what", ["formula", pytest.param("header", marks=pytest.mark.compile),
+# the full tier: a formula, a header and a listed source's edit (the fast tier keeps load()'s other builds:
+# four processes at once, bad input, a swapped library)
+@pytest.mark.parametrize("what", [pytest.param("formula", marks=pytest.mark.compile),
+                                  pytest.param("header", marks=pytest.mark.compile),
                                   pytest.param("source", marks=pytest.mark.compile)])
 def test_an_edit_recompiles_what_scons_would(ext, tmp_path, what):
     call, env = ext

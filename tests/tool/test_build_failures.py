@@ -199,7 +199,7 @@ def cold_unity_after_the_edit(tmp_path_factory):
 
 # (a directory: the other damages, through `scons` too, are tests/codegen/engine/test_incremental.py's and
 # tests/tool/test_scons_incremental.py::test_damaged_manifest_warns_once_and_recompiles_nothing)
-@pytest.mark.parametrize("damage", ["directory"])
+@pytest.mark.parametrize("damage", [pytest.param("directory", marks=pytest.mark.compile)])
 def test_a_damaged_manifest_is_one_warning_and_a_build_with_the_cold_layout(built_repo, cold_unity_after_the_edit,
                                                                             damage):
     # After an edit the layout is no longer the cold one (the edited Function

@@ -99,7 +99,9 @@ os.replace = _die_after
 """
 
 
-@pytest.mark.parametrize("sig", [pytest.param("SIGKILL", marks=pytest.mark.compile), "SIGINT"])   # SIGINT: Ctrl-C
+# (both in the full tier: the fast tier keeps test_interrupted_builds.py's SIGKILL sample)
+@pytest.mark.parametrize("sig", [pytest.param("SIGKILL", marks=pytest.mark.compile),
+                                 pytest.param("SIGINT", marks=pytest.mark.compile)])   # SIGINT: Ctrl-C
 def test_killed_generation_then_build_equals_clean_build(proj, tmp_path, sig):
     before = snapshot(path(proj, GEN))
     for _, old, new in (scenarios.FORMULA, scenarios.FORMULA_MUL):

@@ -37,6 +37,7 @@ def torch_units(torch_specs):
     return load_units(nf, d, tags, kernels=False)
 
 
+@pytest.mark.compile
 def test_torch_specs_bind_what_torchgen_binds(torch_units, torch_counts):
     theirs, _ = ref.torchgen_python()
     ours, _ = our_tables(torch_units)
