@@ -128,6 +128,7 @@ def test_the_launcher_keeps_cachedir_hits(tmp_path, standin):
     assert len(re.findall(r"^Retrieved `\S+\.os' from cache$", b, re.M)) == len(COLD)
 
 
+@pytest.mark.compile
 def test_the_precompiled_header_goes_through_the_launcher(tmp_path, standin):
     launcher, log = standin
     root = clone(tmp_path / "a")

@@ -63,6 +63,7 @@ def twice(files):
             not all(n == "autograd_scons" or n.startswith("autograd_scons.") for n in names)}
 
 
+@pytest.mark.compile
 def test_every_module_imported_has_one_name():
     code = FILES + IMPORT_ALL
     proc = subprocess.run([sys.executable, "-c", code, REPO], capture_output=True, text=True,

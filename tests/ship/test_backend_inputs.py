@@ -33,6 +33,7 @@ import pytest
 
 from support import ship_helpers as ship
 
+
 HOOK = "import sys; from autograd_scons import build_meta; print(getattr(build_meta, sys.argv[1])(sys.argv[2]))"
 # The same, with `packaging` unimportable: the backend's own PEP 440 check.
 HOOK_NO_PACKAGING = "import sys; sys.modules['packaging'] = None; " + HOOK

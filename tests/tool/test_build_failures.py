@@ -105,6 +105,7 @@ def units_in(text):
     return set(re.findall(r'^#(?:line 1|include) "\.\./((?:functions|ops)/[^"]+)\.cpp"$', text, re.M))
 
 
+@pytest.mark.compile
 def test_report_counts_every_object_compiled(tmp_path):
     root = clone(tmp_path / "repo")
     out = scons(root, *EXAMPLE_ARGS).stdout
@@ -228,6 +229,7 @@ def test_a_damaged_manifest_is_one_warning_and_a_build_with_the_cold_layout(buil
     assert "warning" not in again.stderr and compiled(again.stdout) == []
 
 
+@pytest.mark.compile
 def test_read_only_output_gives_one_line_and_loses_nothing(built_repo):
     if os.geteuid() == 0:
         # The tests run as root (CI too), and root ignores permission bits: a

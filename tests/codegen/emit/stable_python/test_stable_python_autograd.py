@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+# (the generated autograd run under torch: the full tier; the fast tier keeps the emitted
+# text's tests, test_stable_python_emit.py and test_stable_python_own_helpers.py)
+pytestmark = pytest.mark.compile
+
 torch = pytest.importorskip("torch")
 from torch.autograd import forward_ad, gradcheck, gradgradcheck  # noqa: E402
 from torch.func import hessian, jacfwd, jacrev, jvp, vmap  # noqa: E402
