@@ -139,6 +139,7 @@ def test_the_precompiled_header_goes_through_the_launcher(tmp_path, standin):
     assert len(launched(log)) == 1 + len(COLD)
 
 
+@pytest.mark.compile
 def test_compile_commands_show_the_real_compiler(tmp_path, standin):
     launcher, _ = standin
     root = clone(tmp_path / "a")
@@ -151,7 +152,8 @@ def test_compile_commands_show_the_real_compiler(tmp_path, standin):
         assert launcher not in e["command"]
 
 
-@pytest.mark.parametrize("program", ["no-such-launcher-xyz", "/nonexistent/bin/ccache"])
+@pytest.mark.parametrize("program", ["no-such-launcher-xyz",
+                                     pytest.param("/nonexistent/bin/ccache", marks=pytest.mark.compile)])
 def test_a_missing_launcher_is_one_line_at_configure_time(tmp_path, program):
     root = clone(tmp_path / "a")
     proc = run_scons(root, *LAYOUT, f"CXX={FAKE_CXX}", f"LAUNCHER={program} --flag")

@@ -18,6 +18,8 @@ import os
 import socket
 import threading
 
+import pytest
+
 from autograd_scons.buildenv import launcher_reach
 
 from support.scons_helpers import FAKE_CXX, clone, compiled, scons
@@ -114,6 +116,7 @@ def test_distcc_with_no_host_answering_is_one_line_naming_every_host(tmp_path):
     assert launched(log) == [] and objects(root) == []
 
 
+@pytest.mark.compile
 def test_sccache_with_its_redis_not_answering_says_so_once_and_compiles_without_it(tmp_path):
     root = clone(tmp_path / "a")
     sccache, log = named_launcher(str(tmp_path / "bin"), "sccache")

@@ -185,6 +185,7 @@ def _hash_comments(rel):
             if line.lstrip().startswith(("#", ";")) or " # " in line]
 
 
+@pytest.mark.compile
 def test_code_comments_and_setup_cfg_name_only_files_that_exist():
     """The comments and docstrings of the package, tests/ and benchmarks/,
     and the comments of the shell scripts, pyproject.toml and setup.cfg,

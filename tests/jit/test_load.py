@@ -194,6 +194,7 @@ def test_load_inline_from_strings(tmp_path):
     assert edited and "main.os" not in edited
 
 
+@pytest.mark.compile
 def test_four_processes_at_once_one_builds(ext):
     call, env = ext
     procs = [start(call, env) for _ in range(4)]
@@ -325,6 +326,7 @@ def test_a_failed_compile_raises_its_first_error_and_the_log(ext, tmp_path):
     assert not os.path.exists(library(call))
 
 
+@pytest.mark.compile
 def test_bad_yaml_raises_the_line_scons_prints(ext, tmp_path):
     call, env = ext
     edit(call["derivatives"], *FORMULA)

@@ -116,6 +116,7 @@ def test_an_arch_change_recompiles_the_cuda_objects_only(copy, cuda_home):
     assert compiled(scons(copy, *ARGS, "TORCH_CUDA_ARCH_LIST=9.0+PTX", environ=environ(cuda_home)).stdout) == []
 
 
+@pytest.mark.compile
 def test_nvcc_version_is_in_the_signature(copy, cuda_home):
     out = scons(copy, *ARGS, environ=environ(cuda_home, FAKE_NVCC_RELEASE="13.1")).stdout
     assert compiled(out) == [CU_OBJECT]

@@ -43,7 +43,7 @@ def path(proj, *parts):
 
 # The edits of kinds the fast tier keeps another case of run in the full tier
 # (a name that is no scenario's fails here, at collection).
-FULL_TIER_EDITS = ("renumbering", "entry removed", "formula saves more")
+FULL_TIER_EDITS = ("renumbering", "entry removed", "formula saves more", "schema")
 assert set(FULL_TIER_EDITS) <= set(scenarios.BY_NAME), set(FULL_TIER_EDITS) - set(scenarios.BY_NAME)
 
 
@@ -69,13 +69,14 @@ def test_edit_recompiles_exactly_the_regenerated_functions(proj, sc):
         assert f"`build/example/{LIB}' is up to date." in out
 
 
+@pytest.mark.compile
 def test_renumbering_explains_the_rename(proj):
     scenarios.BY_NAME["renumbering"].apply(path(proj, *TINY))
     out = scons(proj, *ARGS, "--autograd-explain=MulBackward2").stdout
     assert "explain: MulBackward2: regenerated: renamed from MulBackward1" in "\n".join(report(out))
 
 
-@pytest.mark.parametrize("damage", ["corrupt", "truncated"])
+@pytest.mark.parametrize("damage", [pytest.param("corrupt", marks=pytest.mark.compile), "truncated"])
 def test_damaged_manifest_warns_once_and_recompiles_nothing(proj, damage):
     m = path(proj, GEN, ".autograd_manifest")
     data = open(m, "rb").read()
@@ -127,6 +128,7 @@ def test_killed_generation_then_build_equals_clean_build(proj, tmp_path, sig):
     assert compiled(scons(proj, *ARGS).stdout) == []
 
 
+@pytest.mark.compile
 def test_yaml_error_is_one_located_line_and_touches_nothing(proj):
     d = path(proj, *TINY, "derivatives.yaml")
     good = open(d).read()
@@ -143,6 +145,7 @@ def test_yaml_error_is_one_located_line_and_touches_nothing(proj):
     assert compiled(out) == [] and "inputs unchanged" in report(out)[0]
 
 
+@pytest.mark.compile
 def test_clean_removes_generated_sources_then_build_restores_them(proj):
     scons(proj, "-c", *ARGS)
     assert not os.path.exists(path(proj, GEN))

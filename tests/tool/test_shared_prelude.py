@@ -141,6 +141,7 @@ def test_a_prelude_folder_others_can_write_is_refused_in_one_line(tmp_path):
     assert line.startswith(f"scons: *** precompiled prelude: {shared} is writable by its group or by others")
 
 
+@pytest.mark.compile
 def test_a_damaged_header_or_a_killed_precompile_is_rebuilt(tmp_path):
     cxx, shared = fake(tmp_path, "g++"), str(tmp_path / "prelude")
     first, second = clone(tmp_path / "one"), clone(tmp_path / "two")

@@ -15,6 +15,7 @@ from autograd_scons.codegen.model.schema import BASE_TYPES, FunctionSchema
 from support.spec_facts import torch_specs
 
 
+@pytest.mark.compile
 def test_every_real_argument_and_return_is_spelled_like_torchgen():
     from torchgen import local
     from torchgen.api import cpp as tg_cpp

@@ -48,6 +48,7 @@ def test_derived_foreach_infos_match_torchgen(torch_specs, torch_counts):
               sorted(f.required_inputs_primal or ())) for f in b.forward_derivatives], a.op
 
 
+@pytest.mark.compile
 def test_derivation_is_deterministic(torch_specs):
     nf, tags, d = torch_specs
     specs = load_specs(nf, d, tags)

@@ -55,6 +55,7 @@ def test_derived_foreach_functions_have_no_python_type_in_torch(torch_units):
     assert all(hasattr(torch._C._functions, u.name) for u in torch_units if u.bound)
 
 
+@pytest.mark.compile
 def test_torchgen_process_function_on_our_infos_gives_its_own_tables(torch_units):
     # The reference the example is held to (below) reproduces torchgen's 649 tables.
     theirs, _ = ref.torchgen_python()
