@@ -92,7 +92,9 @@ def test_aotinductor_package_runs_in_a_fresh_process_with_only_the_library(expor
     package = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "model.pt2"))
     torch.save({"inputs": args, "eager": eager}, tmp_path / "data.pt")
     run = [sys.executable, FRESH, library, package, str(tmp_path / "data.pt")]
-    proc = subprocess.run(run, capture_output=True, text=True)
+    # (torch unpacks the package into a folder of TMPDIR that it leaves behind: the test's own)
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    proc = subprocess.run(run, capture_output=True, text=True, env=env)
     assert proc.returncode == 0 and "outputs equal eager's" in proc.stdout, proc.stdout + proc.stderr[-3000:]
-    proc = subprocess.run(run + ["--no-library"], capture_output=True, text=True)
+    proc = subprocess.run(run + ["--no-library"], capture_output=True, text=True, env=env)
     assert proc.returncode != 0 and "myops::" in proc.stderr, proc.stdout + proc.stderr[-3000:]

@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 
 from support.spec_facts import REPO
@@ -47,9 +46,10 @@ def client_environ(env: dict, launcher: str) -> dict:
     return dict({k: v for k, v in os.environ.items() if not k.startswith(drop)}, **env)
 
 
-def _folder(prefix: str, owner: str = "root") -> str:
-    """A new folder for a server's files (mkdtemp: ours, 0700), given to `owner`."""
-    path = tempfile.mkdtemp(prefix=prefix)
+def _folder(host, prefix: str, owner: str = "root") -> str:
+    """A new folder for a server's files (mkdtemp: ours, 0700; removed with
+    the host's network), given to `owner`."""
+    path = host.network.folder(prefix)
     user = pwd.getpwnam(owner)
     os.chown(path, user.pw_uid, user.pw_gid)
     return path
@@ -70,7 +70,7 @@ class Distccd:
 
     def __init__(self, host, jobs: int, cpus: str | None = None):
         self.host, self.jobs = host, jobs
-        self.dir = _folder("agf-distccd-", "nobody")
+        self.dir = _folder(host, "agf-distccd-", "nobody")
         self.log = os.path.join(self.dir, "distccd.log")
         with open(os.path.join(self.dir, "stderr"), "wb") as err:
             pin = ["taskset", "-c", cpus] if cpus else []   # (benchmarks/bench_scaling.py's hosts of one core)
@@ -114,7 +114,7 @@ class AcceptAndClose:
     `closed()`: how many it closed."""
 
     def __init__(self, host, port: int = DISTCC_PORT):
-        self.dir = _folder("agf-accept-")
+        self.dir = _folder(host, "agf-accept-")
         self.log = os.path.join(self.dir, "closed.log")
         with open(self.log, "wb") as log:
             self.proc = host.start([sys.executable, ACCEPT_AND_CLOSE, host.address, str(port)], hidden=[],
@@ -134,7 +134,7 @@ class Redis:
 
     def __init__(self, host):
         self.host = host
-        self.dir = _folder("agf-redis-")
+        self.dir = _folder(host, "agf-redis-")
         self.url = f"redis://{host.address}:{REDIS_PORT}"
         self.proc = host.start(["redis-server", "--bind", host.address, "--port", str(REDIS_PORT),
                                 "--protected-mode", "no", "--save", "", "--appendonly", "no", "--dir", self.dir,
@@ -164,7 +164,7 @@ class SccacheDist:
     folder: the venv it comes from is hidden in the hosts."""
 
     def __init__(self, scheduler, builders: list, bwrap: str):
-        self.dir = _folder("agf-sccache-dist-")
+        self.dir = _folder(scheduler, "agf-sccache-dist-")
         binary = os.path.join(self.dir, "sccache-dist")
         shutil.copy2(sccache_binary("sccache-dist"), binary)
         self.client_token, server_token = os.urandom(16).hex(), os.urandom(16).hex()

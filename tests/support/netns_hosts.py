@@ -21,9 +21,11 @@ unreadable tmpfs: a compile there cannot work by accident through a path
 the build machine has.  Everything started carries AGF_TEST_HOSTS=<tag> in
 its environment.  On exit (a failing test included) every process in each
 namespace is killed, then the namespaces are deleted, which removes their
-links; `leftovers(tag)` says what would still be there.  Namespaces are
-named `agfh-<pid>-<n>-<role>`: one left by a session that was killed is
-removed by the next one once its pid is gone.
+links, and the folders its servers were given (`Network.folder`) are
+removed; `leftovers(tag)` says what would still be there.  Namespaces are
+named `agfh-<pid>-<n>-<role>`, the servers' folders carry the tag in their
+name (`/tmp/agf-distccd-agfh-<pid>-<n>-XXXX`): those left by a session
+that was killed are removed by the next one once its pid is gone.
 
 `missing()` says why no host can be made here (not root, no `ip` or
 `unshare`, namespaces refused); `skip_or_fail()` skips with that reason (or
@@ -42,7 +44,9 @@ import re
 import shutil
 import signal
 import subprocess
+import stat
 import sys
+import tempfile
 import time
 
 from support.processes import running_with_env
@@ -51,6 +55,8 @@ PREFIX = "agfh"
 MARKER = "AGF_TEST_HOSTS"
 REQUIRED = "AGF_HOSTS_REQUIRED"
 _NAME = re.compile(rf"^{PREFIX}-(\d+)-")
+# a server's folder: agf-<server>-agfh-<pid>-<n>-XXXX in the temporary folder
+_FOLDER = re.compile(rf"^agf-[a-z-]+-{PREFIX}-(\d+)-\d+-")
 # In a host: make each hidden folder an empty tmpfs nobody can read, then run the command.
 _HIDE = ('n=$1; shift; while [ "$n" -gt 0 ]; do mount -t tmpfs -o size=4k,mode=000 agf-hidden "$1" || exit 97; '
          'shift; n=$((n-1)); done; exec "$@"')
@@ -128,11 +134,35 @@ def _remove(ns: str) -> None:
 
 
 def sweep_stale() -> None:
-    """Remove the namespaces of sessions that are gone (killed before their teardown)."""
+    """Remove the namespaces of sessions that are gone (killed before their
+    teardown), and their servers' folders."""
     for ns in _namespaces():
         m = _NAME.match(ns)
         if m and not _alive(int(m.group(1))):
             _remove(ns)
+    for path in _folders(""):
+        m = _FOLDER.match(os.path.basename(path))
+        if m and not _alive(int(m.group(1))):
+            _remove_folder(path)
+
+
+def _folders(tag: str) -> list[str]:
+    """The servers' folders in the temporary folder whose network's tag starts with `tag`."""
+    root = tempfile.gettempdir()
+    return sorted(os.path.join(root, name) for name in os.listdir(root)
+                  if _FOLDER.match(name) and f"-{tag}" in name[3:])
+
+
+# The users a server's folder may belong to: ours, or the one a server drops to
+# (host_servers gives distccd's to `nobody`); anything else of that name is
+# another user's, and left alone.
+_OWNERS = {os.geteuid(), 65534}
+
+
+def _remove_folder(path: str) -> None:
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid in _OWNERS:   # (rmtree follows no link inside)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def free_subnet() -> ipaddress.IPv4Network:
@@ -153,11 +183,13 @@ def free_subnet() -> ipaddress.IPv4Network:
 def leftovers(tag: str) -> dict:
     """What of the networks whose tag starts with `tag` (`agfh-<pid>-` for
     all of a session's) still exists: namespaces, links in this machine's
-    namespace, and running processes carrying such a tag."""
+    namespace, running processes carrying such a tag, and their servers'
+    folders."""
     procs = running_with_env(f"{MARKER}={tag}")
     links = [w.rstrip(":").split("@")[0] for line in _ip("-o", "link", "show", check=False).splitlines()
              for w in line.split()[1:2] if w.startswith(tag)]
-    return {"namespaces": [ns for ns in _namespaces() if ns.startswith(tag)], "links": links, "processes": procs}
+    return {"namespaces": [ns for ns in _namespaces() if ns.startswith(tag)], "links": links, "processes": procs,
+            "folders": _folders(tag)}
 
 
 class Host:
@@ -224,6 +256,13 @@ class Network:
         addresses = list(self.subnet.hosts())
         self.gateway = str(addresses[0])
         self.hosts = {role: Host(self, role, str(addresses[i + 1])) for i, role in enumerate(roles)}
+        self.folders: list[str] = []
+
+    def folder(self, prefix: str) -> str:
+        """A new folder for a server's files (mkdtemp: ours, 0700), removed with the network."""
+        path = tempfile.mkdtemp(prefix=f"{prefix}{self.tag}-")
+        self.folders.append(path)
+        return path
 
     def up(self) -> "Network":
         _live.append(self)
@@ -249,6 +288,8 @@ class Network:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=10)
         _remove(self.build_ns)
+        for path in self.folders:
+            _remove_folder(path)
         if self in _live:
             _live.remove(self)
 

@@ -4,8 +4,9 @@ outlives a test session, even one whose test fails or that is killed.
 A pytest session of its own runs a test that brings hosts up, starts
 servers in them (distccd, the accept-and-close stand-in, a plain
 process) and fails; afterwards no namespace, no link and no process of
-that session is left.  A session killed (SIGKILL) mid-test leaves them,
-and the next network's sweep removes them, since their session is gone.
+that session is left, nor its servers' folders.  A session killed
+(SIGKILL) mid-test leaves them, and the next network's sweep removes
+them, since their session is gone.
 """
 
 import os
@@ -69,7 +70,7 @@ def test_a_failing_test_leaves_no_namespace_link_or_server(tmp_path):
     out = output(tmp_path)
     assert proc.returncode == 1 and "HOSTS UP" in out and "1 failed" in out, out[-3000:]
     assert netns_hosts.leftovers(f"{netns_hosts.PREFIX}-{proc.pid}-") == {
-        "namespaces": [], "links": [], "processes": []}
+        "namespaces": [], "links": [], "processes": [], "folders": []}
 
 
 def test_a_killed_sessions_hosts_are_swept_by_the_next(tmp_path):
@@ -82,7 +83,7 @@ def test_a_killed_sessions_hosts_are_swept_by_the_next(tmp_path):
             time.sleep(0.1)
         tag = f"{netns_hosts.PREFIX}-{proc.pid}-"
         left = netns_hosts.leftovers(tag)
-        assert len(left["namespaces"]) == 3 and left["processes"]
+        assert len(left["namespaces"]) == 3 and left["processes"] and left["folders"]
         os.kill(proc.pid, signal.SIGKILL)   # no teardown, no atexit
         proc.wait(timeout=60)
         assert netns_hosts.leftovers(tag)["namespaces"]
@@ -93,4 +94,4 @@ def test_a_killed_sessions_hosts_are_swept_by_the_next(tmp_path):
     deadline = time.monotonic() + 10
     while netns_hosts.leftovers(tag)["processes"] and time.monotonic() < deadline:
         time.sleep(0.1)   # (killed processes are reaped by init)
-    assert netns_hosts.leftovers(tag) == {"namespaces": [], "links": [], "processes": []}
+    assert netns_hosts.leftovers(tag) == {"namespaces": [], "links": [], "processes": [], "folders": []}
