@@ -13,7 +13,7 @@ import pytest
 
 from support import extension_checks
 from support.cuda_helpers import cuda_venv
-from support.load_helpers import environ, example, run, start
+from support.load_helpers import environ, example, real_compiler, run, start
 from support.scons_helpers import compiled
 from support.spec_facts import REPO
 
@@ -27,12 +27,6 @@ for name in names:
     checks.check_matches_builtin(ops, name)
 print("CHECKED", len(names))
 """
-
-
-def real_compiler():
-    env = environ(cxx=os.environ.get("CXX") or "g++")
-    env["MAX_JOBS"] = "2"
-    return env
 
 
 @pytest.mark.compile

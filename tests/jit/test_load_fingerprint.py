@@ -4,17 +4,10 @@ kernel returns the constant written in its source (support/fingerprints.py).
 The same scenarios with the stand-in compiler, and many more, are in
 tests/jit/test_load_trust.py and tests/jit/test_load_random.py."""
 
-import os
-
 import pytest
 
-from support.fingerprints import THEN_REAL, environ, fp_call, loaded_value, run
-
-
-def real_compiler():
-    env = environ(cxx=os.environ.get("CXX") or "g++")
-    env["MAX_JOBS"] = "2"
-    return env
+from support.fingerprints import THEN_REAL, fp_call, loaded_value, run
+from support.load_helpers import real_compiler
 
 
 def computes(call):

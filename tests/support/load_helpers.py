@@ -58,6 +58,14 @@ def environ(cxx=FAKE_CXX, **extra):
     return env
 
 
+def real_compiler():
+    """environ() for a build with the real compiler (CXX, else g++): two
+    jobs, and -O0 (SCons reads SCONSFLAGS' `OPT=`; load()'s default is
+    -O2), since these tests check what is built and loaded, and -O0 halves
+    a compile (docs/testing.md)."""
+    return environ(cxx=os.environ.get("CXX") or "g++", MAX_JOBS="2", SCONSFLAGS="OPT=-O0")
+
+
 def command(call, then=""):
     return [sys.executable, "-c", RUNNER, json.dumps(call), then]
 

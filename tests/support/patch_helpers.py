@@ -10,14 +10,27 @@ import re
 import subprocess
 import sys
 
+from support.scons_helpers import extensions_dir
 from support.spec_facts import REPO
+
+
+# The patches' optimisation: -O0 unless AGF_PATCH_PROOF_OPT says otherwise
+# (-O2 is what patch-torch's users get).  The compile is most of the patch
+# tests' time, and a unity bucket of torch's Functions compiles in less than
+# half the time at -O0 (docs/testing.md); the generated code computes by
+# calling libtorch's ops, and its own double arithmetic is IEEE either way.
+OPT = os.environ.get("AGF_PATCH_PROOF_OPT", "-O0")
 
 
 def environ(tmp, **more) -> dict:
     """This process's environment, with this checkout's package and the
-    tests' `support` importable, and the cache of shared preludes in `tmp`."""
+    tests' `support` importable, the patch built at OPT (SCons reads
+    SCONSFLAGS' `OPT=`), and the cache of shared preludes this process's
+    builds share (support/scons_helpers.py: each patch built from scratch
+    compiled its own, half a minute each)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "site_scons"), os.path.join(REPO, "tests")]))
-    env.setdefault("AUTOGRAD_EXTENSIONS_DIR", os.path.join(str(tmp), "extensions"))
+    env.setdefault("SCONSFLAGS", f"OPT={OPT}")
+    env.setdefault("AUTOGRAD_EXTENSIONS_DIR", extensions_dir())
     env.update(more)
     return env
 

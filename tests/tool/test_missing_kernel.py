@@ -8,7 +8,7 @@ library; the yaml line, the C++ signature, the namespace expected; not
 
 import pytest
 
-from support.load_helpers import environ, run
+from support.load_helpers import real_compiler, run
 
 pytestmark = pytest.mark.compile
 
@@ -34,8 +34,7 @@ def _build(tmp_path, native, derivatives, kernels):
     call = {"name": "extension_cpp", "native_functions": str(tmp_path / "nf.yaml"),
             "derivatives": str(tmp_path / "d.yaml"), "sources": [str(tmp_path / "kernels.cpp")],
             "build_directory": str(tmp_path / "build")}
-    env = environ(cxx="g++")
-    env["MAX_JOBS"] = "2"
+    env = real_compiler()
     proc = run(call, env, check=False, fresh=True, timeout=900)
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr

@@ -77,7 +77,7 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("opinfo")
     # One string hash in every child: some OpInfos order their samples by
     # iterating over a set (meshgrid's), which would differ run to run.
-    env = environ(tmp, PYTHONHASHSEED="0")
+    env = environ(tmp, PYTHONHASHSEED="0")   # (the patch built at support.patch_helpers.OPT)
     folder = tmp / "all"
     built = patch_torch(env, folder, *BUILD)
     assert built.returncode == 0, built.stderr

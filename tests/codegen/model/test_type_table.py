@@ -9,7 +9,6 @@ process ended with SIGABRT as the library loaded, and no `try:` caught it.
 A registration that still fails is an ImportError naming the op."""
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import pytest
 
 from autograd_scons.base.errors import SpecError
 from autograd_scons.codegen.parse.native_functions import parse_native_functions
-from support.load_helpers import environ, run
+from support.load_helpers import real_compiler, run
 
 pytestmark = pytest.mark.compile
 
@@ -108,7 +107,7 @@ def test_every_accepted_type_registers_and_loads(tmp_path):
     checks = (f"NAMES = {[p[0] for p in names.values()]!r}\n"
               f"DECLARED = {({names[n][0]: s for n, s, _ in accepted})!r}\n"
               f"OVERLOADS = {({p[0]: p[2] for p in names.values()})!r}\n" + _CHECKS)
-    env = environ(cxx="g++", MAX_JOBS="2")
+    env = real_compiler()
     proc = run(call, env, then=checks, check=False, fresh=True, timeout=1800)
     assert proc.returncode >= 0, f"the child ended by signal {-proc.returncode}:\n{proc.stderr[-3000:]}"
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
