@@ -160,7 +160,12 @@ _OWNERS = {os.geteuid(), 65534}
 
 
 def _remove_folder(path: str) -> None:
-    st = os.lstat(path)
+    """`path` removed if it is still there (its server's cleanup may have
+    removed it first), a folder, and ours or the server's."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
     if stat.S_ISDIR(st.st_mode) and st.st_uid in _OWNERS:   # (rmtree follows no link inside)
         shutil.rmtree(path, ignore_errors=True)
 
