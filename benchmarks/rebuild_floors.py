@@ -129,6 +129,20 @@ class Floors:
         self.compile_alone(variants[0][1], os.path.join("build", "torch", "gen", "support.cpp"), support, gen)
         self.wrapper.use_template(template, support)
 
+    def standin_model(self) -> None:
+        """With --standin-only, no per-op TU is compiled: the stand-ins are
+        copies of a tiny real object instead, so that they are ELF objects
+        as the override (tool/weaken.py) and the relink need."""
+        d = os.path.join(self.work, "floor")
+        os.makedirs(d, exist_ok=True)
+        src, obj = os.path.join(d, "standin_model.cpp"), os.path.join(d, "standin_model.os")
+        with open(src, "w") as f:
+            f.write("int agf_standin_model(int x) { return x + 1; }\n")
+        r = timed(shlex.split(self.args.cxx) + ["-c", "-fPIC", "-O0", src, "-o", obj], d)
+        if r.returncode != 0:
+            raise SystemExit(f"bench_rebuild: the stand-ins' model failed to compile:\n{r.stderr[-3000:]}")
+        self.wrapper.use_template(obj)
+
     def header_parse(self) -> None:
         """The unit of CPU time: one TU of `#include "prelude_impl.h"` alone,
         the example extension's generated prelude, our TUs' flags (-O2)."""
