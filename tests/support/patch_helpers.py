@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 
-from support.scons_helpers import extensions_dir
+from support.scons_helpers import prelude_dir
 from support.spec_facts import REPO
 
 
@@ -25,12 +25,12 @@ OPT = os.environ.get("AGF_PATCH_PROOF_OPT", "-O0")
 def environ(tmp, **more) -> dict:
     """This process's environment, with this checkout's package and the
     tests' `support` importable, the patch built at OPT (SCons reads
-    SCONSFLAGS' `OPT=`), and the cache of shared preludes this process's
-    builds share (support/scons_helpers.py: each patch built from scratch
-    compiled its own, half a minute each)."""
+    SCONSFLAGS' `OPT=`), and the folder of precompiled preludes that the
+    test session's builds share (support/scons_helpers.prelude_dir: each
+    patch built from scratch compiled its own, half a minute each)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "site_scons"), os.path.join(REPO, "tests")]))
     env.setdefault("SCONSFLAGS", f"OPT={OPT}")
-    env.setdefault("AUTOGRAD_EXTENSIONS_DIR", extensions_dir())
+    env.setdefault("AUTOGRAD_EXTENSIONS_DIR", prelude_dir())
     env.update(more)
     return env
 

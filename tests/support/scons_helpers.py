@@ -103,13 +103,24 @@ def extensions_dir():
     return _extensions_dir[0]
 
 
+def prelude_dir():
+    """Where the scons builds of the tests share their precompiled prelude:
+    the session's folder (AGF_TEST_SESSION_DIR, made by tests/conftest.py in
+    pytest's controller, so that its workers precompile each variant once:
+    the tool locks the folder, as for two builds of a user's at once), or
+    this process's extensions_dir().  load() keeps the process's own: its
+    builds live there too."""
+    session = os.environ.get("AGF_TEST_SESSION_DIR")
+    return os.path.join(session, "preludes") if session else extensions_dir()
+
+
 def scons(cwd, *args, prelude="", check=True, python=sys.executable, environ=None):
     """Run SCons (`python`, by default this interpreter) in cwd; `prelude`
     is Python run first in the same process (to inject faults); `environ`:
     variables to set (None: unset) for it."""
     code = prelude + "\nimport sys\nfrom SCons.Script.Main import main\nsys.exit(main())"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOGRAD_")}
-    env["AUTOGRAD_EXTENSIONS_DIR"] = extensions_dir()  # the shared precompiled prelude's root
+    env["AUTOGRAD_EXTENSIONS_DIR"] = prelude_dir()  # the shared precompiled prelude's root
     for k, v in (environ or {}).items():
         if v is None:
             env.pop(k, None)
