@@ -86,8 +86,8 @@ def editable(installed, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ship-editable")
     path = ship.this_checkout(tmp)
     py = ship.venv_seeing_this_one(tmp / "venv", ship.environ(path), pip=True)
-    proc = ship.run([py, "-m", "pip", "install", "-v", "--no-build-isolation", "--no-deps", "--no-index", "-e",
-                     project], tmp, ship.environ(path))
+    proc = ship.run([py, "-m", "pip", "install", "-v", "--no-build-isolation", "--no-deps", "--no-index",
+                     "-C", ship.TEST_OPT, "-e", project], tmp, ship.environ(path))   # (the wheel's flags)
     assert " -c " not in proc.stdout  # the wheel's objects: no compile
     return py, project, ship.environ(path)
 

@@ -18,6 +18,13 @@ from support.scons_helpers import FAKE_CXX  # noqa: F401 (the one spelling: -I -
 
 
 
+# The real compiler's optimisation level in the tests' wheel builds (given
+# to the backend as -C OPT=...): -O0 takes about half the CPU of the
+# default -O2 on torch's headers, and the tests check what a wheel holds
+# and that its gradients are right, not its speed.
+TEST_OPT = "OPT=-O0"
+
+
 def this_checkout(tmp):
     """A PYTHONPATH entry whose `autograd_scons` is this checkout's."""
     return os.path.join(REPO, "site_scons")
@@ -45,7 +52,10 @@ def new(where, name, pythonpath, *flags, python=sys.executable, check=True):
 
 def pip_wheel(source, out, pythonpath, *config, python=sys.executable, check=True, **more_env):
     """`pip wheel --no-build-isolation --no-deps` of a project folder or
-    sdist; `config`: NAME=VALUE for -C.  Returns (wheel path or None, proc)."""
+    sdist; `config`: NAME=VALUE for -C (TEST_OPT added unless it names OPT or
+    the stand-in CXX).  Returns (wheel path or None, proc)."""
+    if not any(c.startswith(("OPT=", "CXX=")) for c in config):
+        config += (TEST_OPT,)   # the real compiler: the tests' optimisation level
     os.makedirs(out, exist_ok=True)
     before = set(os.listdir(out))
     cmd = [python, "-m", "pip", "wheel", "-v", "--no-build-isolation", "--no-deps", "--no-index", "-w", out,
