@@ -71,6 +71,23 @@ def test_every_tu_of_the_example_takes_the_prelude_under_either_compiler(tmp_pat
     assert os.path.isfile(os.path.join(shared, keys(shared)[0], "torch_prelude.h" + suffix))
 
 
+def test_two_libraries_of_one_sconscript_take_one_shared_prelude(tmp_path):
+    # Two AutogradFunctions calls in their own env.Clone(), pch on: the shared
+    # prelude is one target of the build, declared once (each declaration
+    # was its own action, and SCons refused the second: "Two environments
+    # with different actions were specified for the same target").
+    from support import twin_extensions
+    src = twin_extensions.write(str(tmp_path / "twins"), "aa", 2)
+    with open(os.path.join(src, "SConscript")) as f:
+        text = f.read()
+    with open(os.path.join(src, "SConscript"), "w") as f:
+        f.write(text.replace('python=env.get("PYTHON", True)', 'python=env.get("PYTHON", True), pch=True'))
+    root, shared = clone(tmp_path / "repo"), str(tmp_path / "prelude")
+    out = build(root, fake(tmp_path, "g++"), shared, f"EXAMPLE={src}")
+    assert len(precompiles(out)) == 1 and len(keys(shared)) == 1
+    assert taking(out, "gcc") == ["bindings_0.os", "bindings_0.os", "bucket_0.os", "bucket_0.os"]
+
+
 def test_the_precompile_has_no_extension_specific_flag_or_line(tmp_path):
     root, shared = clone(tmp_path / "repo"), str(tmp_path / "prelude")
     [pre] = precompiles(build(root, fake(tmp_path, "g++"), shared))

@@ -91,6 +91,12 @@ def _shared(env, out):
             sys.stderr.write(f"scons: *** {e}\n")
             SCons.Script.Exit(2)
     target = env.File(header + pch_compilers.suffix(fam))
+    if target.has_builder():
+        # Another library of this build (its own env.Clone()) declared it: the
+        # key folder names the text, the command and the compiler, so it is
+        # this one.  Declared again, its action would be another closure, which
+        # SCons refuses for one target.
+        return [target], header
 
     def build(target, source, env):
         return _build_shared(penv, target[0].abspath, header, text)
