@@ -1,6 +1,6 @@
 """The example extension (specs/) and the test extensions under tests/fixtures/,
 built once per test session into a temporary build folder (`scons UNITY=2
--j2 OPT=-O0 BUILD=...` from this checkout), for the test modules that run
+-j2 OPT=-O0 PCH=1 BUILD=...` from this checkout), for the test modules that run
 their ops (not a test module itself).  `AGF_TEST_BUILD_<NAME>=DIR` (NAME:
 the example folder's name in capitals, e.g. SPECS, NIMPL_EXT) builds into DIR
 instead, incrementally across sessions; `AGF_TEST_CXX=clang++` builds with
@@ -21,7 +21,8 @@ def build(tmp_path_factory, example: str = "specs") -> str:
     if example not in _built:
         name = os.path.basename(example)
         cxx = [f"CXX={os.environ['AGF_TEST_CXX']}"] if os.environ.get("AGF_TEST_CXX") else []
-        args = ("UNITY=2", "-j2", "OPT=-O0", f"EXAMPLE={example}", *cxx)
+        # PCH=1: the session's shared prelude (support/scons_helpers.prelude_dir)
+        args = ("UNITY=2", "-j2", "OPT=-O0", "PCH=1", f"EXAMPLE={example}", *cxx)
         given = os.environ.get("AGF_TEST_BUILD_" + name.upper())
         if given:
             scons(REPO, f"BUILD={given}", *args)

@@ -19,7 +19,8 @@ for name, ns in (("twice_default", None), ("twice_shared", "shared::autograd")):
     e = env.Clone()
     functions = e.AutogradFunctions("gen_" + name, native_functions="native_functions.yaml",
                                     derivatives="derivatives.yaml", namespace=ns,
-                                    python=env.get("PYTHON", True))  # PYTHON=0: C++ alone
+                                    python=env.get("PYTHON", True),  # PYTHON=0: C++ alone
+                                    pch=env["AUTOGRAD_PCH"])  # PCH=auto|0|1
     libs += e.SharedLibrary(name, functions + kernels, SHLIBPREFIX="")
 Return("libs")
 """
@@ -56,7 +57,9 @@ def build(root: str, *args: str) -> dict:
     for ns, factor in (("aa", 2), ("bb", 3)):
         src = write(os.path.join(root, ns), ns, factor)
         out = os.path.join(root, "build-" + ns)
-        scons(REPO, "-j2", "OPT=-O0", f"BUILD={out}", f"EXAMPLE={src}", *args)
+        # PCH=1: the session's shared prelude (support/scons_helpers.prelude_dir),
+        # precompiled once: CPU by half for the second extension on (docs/testing.md)
+        scons(REPO, "-j2", "OPT=-O0", "PCH=1", f"BUILD={out}", f"EXAMPLE={src}", *args)
         for kind in ("default", "shared"):
             libs[ns, kind] = os.path.join(out, "example", f"twice_{kind}.so")
     return libs
