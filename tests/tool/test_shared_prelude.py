@@ -76,12 +76,8 @@ def test_two_libraries_of_one_sconscript_take_one_shared_prelude(tmp_path):
     # prelude is one target of the build, declared once (each declaration
     # was its own action, and SCons refused the second: "Two environments
     # with different actions were specified for the same target").
-    from support import twin_extensions
+    from support import twin_extensions   # (its SConscript: pch=env["AUTOGRAD_PCH"], PCH=1 here)
     src = twin_extensions.write(str(tmp_path / "twins"), "aa", 2)
-    with open(os.path.join(src, "SConscript")) as f:
-        text = f.read()
-    with open(os.path.join(src, "SConscript"), "w") as f:
-        f.write(text.replace('python=env.get("PYTHON", True)', 'python=env.get("PYTHON", True), pch=True'))
     root, shared = clone(tmp_path / "repo"), str(tmp_path / "prelude")
     out = build(root, fake(tmp_path, "g++"), shared, f"EXAMPLE={src}")
     assert len(precompiles(out)) == 1 and len(keys(shared)) == 1
