@@ -50,7 +50,7 @@ def _this_checkouts_package():
 
 _this_checkouts_package()
 
-from support import schedule, spec_facts  # noqa: E402 (after the package is importable)
+from support import spec_facts  # noqa: E402 (after the package is importable)
 
 REPO = spec_facts.REPO  # the one definition: import it from spec_facts
 
@@ -90,6 +90,13 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# Modules that compare with torchgen's own run on torch's specs
+# (support/torchgen_reference.real_torchgen, a few seconds of CPU per
+# process): one worker runs them all, so that the run is made once.
+TORCHGEN_REFERENCE = {"test_infos_match_torchgen", "test_foreach_infos", "test_emit_classes",
+                      "test_python_bindings_specs"}
+
+
 def _named_modules_exist(names) -> None:
     """A name here that no test module has fails every run (a renamed module
     would silently leave its group)."""
@@ -97,46 +104,36 @@ def _named_modules_exist(names) -> None:
     found = {os.path.splitext(n)[0] for _, _, files in os.walk(tests) for n in files if n.startswith("test_")}
     missing = sorted(set(names) - found)
     if missing:
-        raise pytest.UsageError(f"tests/support/schedule.py names test modules that do not exist: {', '.join(missing)}")
+        raise pytest.UsageError(f"tests/conftest.py names test modules that do not exist: {', '.join(missing)}")
 
 
-_named_modules_exist(schedule.TORCHGEN_REFERENCE)
+_named_modules_exist(TORCHGEN_REFERENCE)
+
+
+def _group(item) -> str:
+    module = item.module.__name__ if item.module else item.nodeid
+    return "torchgen_reference" if module.rpartition(".")[2] in TORCHGEN_REFERENCE else module
 
 
 def pytest_itemcollected(item):
     """Each test's pytest-xdist group (`--dist loadgroup`, setup.cfg): its
-    module, or the group of modules that share one costly reference
-    (support/schedule.py).  (The tier is each test's own mark,
-    `@pytest.mark.compile`.)"""
-    item.add_marker(pytest.mark.xdist_group(schedule.group_of(item.nodeid)))
+    module, or the group of modules that share one costly reference.  (The
+    tier is each test's own mark, `@pytest.mark.compile`.)"""
+    item.add_marker(pytest.mark.xdist_group(_group(item)))
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselected what does not run
 def pytest_collection_modifyitems(config, items):
-    """The groups costliest first (support/schedule.py): pytest-xdist
-    (`--no-loadscope-reorder`, setup.cfg) hands whole groups to the workers
-    in this order, so that a long group starts early instead of running
-    alone at the end."""
+    """The groups with a module marked `slow` first, then the others by their
+    number of tests: pytest-xdist (`--no-loadscope-reorder`, setup.cfg)
+    hands whole groups to the workers in this order, so that a slow group
+    starts early instead of running alone at the end."""
     groups: dict = {}
     for item in items:
-        groups.setdefault(schedule.group_of(item.nodeid), []).append(item)
-    kinds = {g: [schedule.kind({m.name for m in t.iter_markers()}) for t in tests] for g, tests in groups.items()}
-    items[:] = [item for g in schedule.order(kinds, schedule.load()) for item in groups[g]]
-
-
-# AGF_STORE_GROUP_SECONDS=1: this run's group durations go into
-# tests/group_seconds.json (the controller's reports: every worker's tests).
-_recorder = schedule.Recorder() if os.environ.get("AGF_STORE_GROUP_SECONDS") == "1" else None
-
-
-def pytest_runtest_logreport(report):
-    if _recorder is not None:
-        _recorder.add(report.nodeid, report.keywords, report.duration)
-
-
-def pytest_sessionfinish(session):
-    if _recorder is not None and not hasattr(session.config, "workerinput"):
-        _recorder.write()
+        groups.setdefault(_group(item), []).append(item)
+    order = sorted(groups.values(), key=lambda tests: (not any(t.get_closest_marker("slow") for t in tests),
+                                                       -len(tests)))
+    items[:] = [item for tests in order for item in tests]
 
 
 def pytest_configure(config):

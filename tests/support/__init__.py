@@ -20,5 +20,4 @@ Import them as `from support.scons_helpers import scons` or
   host_servers         what those hosts run: distccd, Redis, sccache-dist, a server that
                        accepts and closes (accept_and_close, run as a program)
   processes            running processes found by an entry of their environment
-  schedule             the order of the test groups for pytest-xdist, costliest first
 """

@@ -27,8 +27,7 @@ from support.proof_share import describe, share, torches
 import importlib.metadata  # noqa: E402
 RUNNING = ".".join(importlib.metadata.version("torch").split(".")[:2])
 
-# (slow: long without its compiles too; the module goes first in a parallel run by its
-# measured seconds, tests/support/schedule.py)
+# (slow: its group starts first in a parallel run, tests/conftest.py)
 pytestmark = [pytest.mark.compile, pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="patching libtorch needs ELF (Linux)"),
               pytest.mark.skipif(RUNNING in ("2.13", "2.14") and RUNNING not in torches(),
