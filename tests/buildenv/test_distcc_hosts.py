@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from support import host_servers, netns_hosts
+from support import host_servers, netns_hosts, proof_share
 from support.library_check import check_example_library
 from support.scons_helpers import clone, compiled
 from support.spec_facts import REPO
@@ -35,7 +35,9 @@ from support.spec_facts import REPO
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 import _distccd  # noqa: E402
 
-pytestmark = [pytest.mark.compile, pytest.mark.slow]
+# (takes turns with the sccache hosts' module: tests/buildenv/test_launcher.py's
+# loopback distccd runs on every commit)
+pytestmark = [pytest.mark.compile, pytest.mark.slow, proof_share.takes_turns("2.14", "the distcc hosts' module")]
 
 LIB = os.path.join("build", "example", "myops_ext.so")
 EXAMPLE = ("UNITY=2", "PCH=0", "OPT=-O0")

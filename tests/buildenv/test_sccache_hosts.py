@@ -30,12 +30,14 @@ import shutil
 
 import pytest
 
-from support import host_servers, netns_hosts
+from support import host_servers, netns_hosts, proof_share
 from support.library_check import check_example_library
 from support.scons_helpers import clone, compiled
 from support.spec_facts import REPO
 
-pytestmark = [pytest.mark.compile, pytest.mark.slow]
+# (takes turns with the distcc hosts' module: tests/buildenv/test_launcher.py's
+# sccache with a local cache runs on every commit)
+pytestmark = [pytest.mark.compile, pytest.mark.slow, proof_share.takes_turns("2.13", "the sccache hosts' module")]
 
 LIB = os.path.join("build", "example", "myops_ext.so")
 # The example without its Python bindings (two buckets and kernels.cpp of ~10 s of CPU at -O0, the cache

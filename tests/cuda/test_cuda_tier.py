@@ -130,37 +130,31 @@ def pytest_in_venv(python, root, modules, **environ):
     return proc.stdout
 
 
-def _with_the_proof_under(torch: str):
-    """Skips unless this commit's share of the long proofs runs the
-    patch's proof under `torch`: this tier's longer runs under 2.14.1 take
-    turns with it so that each commit's CI keeps to its budget (the
-    compile caches, 3.5 minutes, with the proof under 2.14.1, the lighter
-    proof; the example's checks and the differential suite, 1.5 minutes,
-    with the proof under 2.13.0; docs/testing.md).  Under 2.13.0 they all
-    run on every commit."""
-    if torch not in proof_share.torches():
-        pytest.skip(f"this commit's share of the long proofs runs the patch's proof under torch "
-                    f"{proof_share.torches()[0]}, and this run under 2.14.1 goes with the proof under {torch} "
-                    f"(tests/support/proof_share.py); AGF_PROOF_SHARE=all runs them all")
+# This tier's longer runs under 2.14.1 take turns with the patch's proof, so
+# that each commit's CI keeps to its budget (docs/testing.md): torch.compile's
+# caches with the proof under 2.14.1, the lighter proof (under 2.13.0 they
+# run with the proof under 2.13.0); the example's checks and the
+# differential suite with the proof under 2.13.0 (under 2.13.0 they run on
+# every commit).
 
 
+@proof_share.takes_turns("2.13", "this check under torch 2.14.1")
 def test_the_example_checks_pass_under_torch_2_14(first, venv):
-    _with_the_proof_under("2.13")
     pytest_in_venv(venv, first[0], CHECKS, AGF_TEST_BUILD_SPECS="build", TORCH_CUDA_ARCH_LIST=ARCHS)
 
 
+@proof_share.takes_turns("2.14", "this check under torch 2.14.1")
 def test_torch_compiles_caches_see_an_edited_formula_under_torch_2_14(venv, tmp_path):
     """A library's digest in torch.compile's cache key tag (codegen/emit/cache_key.py)
     under torch 2.14.1, whose `torch.compiler.config.cache_key_tag` is 2.13's:
     on CPU tensors, inductor compiling C++."""
-    _with_the_proof_under("2.14")
     pytest_in_venv(venv, clone(tmp_path / "cache", torch_facts=False), [COMPILE_CACHE])
 
 
+@proof_share.takes_turns("2.13", "this check under torch 2.14.1")
 def test_the_differential_suite_agrees_under_torch_2_14(venv, tmp_path):
     """Our generated Autograd kernels, Autocast kernels and vmap plumbing against ATen's under torch 2.14.1 (on
     CPU tensors: the suite builds with the host compiler alone)."""
-    _with_the_proof_under("2.13")
     out = pytest_in_venv(venv, clone(tmp_path / "diff", torch_facts=False), [DIFFERENTIAL])
     [(pairs, agree)] = set(re.findall(r"^(\d+) scenario pairs, (\d+) agree$", out, re.M))
     assert int(pairs) > 0 and agree == pairs, out[-3000:]

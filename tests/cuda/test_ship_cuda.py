@@ -12,10 +12,11 @@ import zipfile
 
 import pytest
 
-from support import ship_helpers as ship
+from support import proof_share, ship_helpers as ship
 from test_cuda_tier import fatbin_sass, venv  # noqa: F401  (the tier's venv fixture: skips without it)
 
-pytestmark = [pytest.mark.cuda, pytest.mark.compile]
+# (takes turns with tests/cuda/test_merge_cuda.py: each commit's CI builds one CUDA wheel)
+pytestmark = [pytest.mark.cuda, pytest.mark.compile, proof_share.takes_turns("2.13", "the CUDA wheel's module")]
 
 NAME = "cuda_first"
 

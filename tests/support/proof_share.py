@@ -11,6 +11,10 @@ cover every op; the whole proof stays one command (docs/testing.md).
                            (each of the six pairs comes round; the other torch's
                            test skips, saying so); in a checkout without git:
                            every op, under each torch
+
+The heaviest environment modules take turns with the proof the same way
+(`takes_turns`): each runs in the CI of every other pair of shares, while a
+lighter test of the same thing runs on every commit (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -60,3 +64,19 @@ def as_environ(environ=os.environ, repo: str = REPO) -> str:
 
 def describe(k: int, n: int) -> str:
     return "every op" if n == 1 else f"share {k}/{n} of the ops (AGF_PROOF_SHARE=all for every op)"
+
+
+def takes_turns(torch: str, what: str):
+    """A pytest mark: the test or module runs when this commit's share puts
+    the patch's proof under `torch` ("2.13" or "2.14"), and skips, saying
+    so, otherwise: how CI's heaviest environment modules keep its time
+    (docs/testing.md).  AGF_PROOF_SHARE (any value) and a checkout without
+    git run it."""
+    import pytest
+    return pytest.mark.skipif(torch not in torches(), reason=skip_reason(torch, what))
+
+
+def skip_reason(torch: str, what: str) -> str:
+    return (f"{what} takes turns with the patch's proof: it runs in the CI of the commits whose share puts that "
+            f"proof under torch {torch}, this one's under {' and '.join(torches())} (tests/support/proof_share.py); "
+            f"AGF_PROOF_SHARE=all runs it")

@@ -26,3 +26,16 @@ def test_the_patch_proof_runs_under_one_torch_a_commit_and_both_on_request(tmp_p
     assert torches({}, repo=str(tmp_path)) == TORCHES             # not a checkout: both
     k, n = share({})
     assert as_environ({}) == f"{k}/{n}" and as_environ({"AGF_PROOF_SHARE": "all"}) == "all"
+
+
+def test_a_module_taking_turns_runs_with_its_torchs_proof_and_all_on_request(monkeypatch):
+    from support.proof_share import TORCHES, takes_turns, torches
+    monkeypatch.delenv("AGF_PROOF_SHARE", raising=False)
+    [turn] = torches()   # (this checkout's HEAD)
+    for torch in TORCHES:
+        mark = takes_turns(torch, "this module")
+        assert mark.args == (torch != turn,)
+        assert f"under torch {torch}, this one's under {turn}" in mark.kwargs["reason"]
+        assert "AGF_PROOF_SHARE=all runs it" in mark.kwargs["reason"]
+    monkeypatch.setenv("AGF_PROOF_SHARE", "all")
+    assert [takes_turns(torch, "this module").args for torch in TORCHES] == [(False,), (False,)]
