@@ -19,7 +19,6 @@ import os
 import re
 import struct
 import subprocess
-import sys
 import time
 
 import pytest
@@ -27,7 +26,7 @@ import pytest
 from support import proof_share
 
 from support.cuda_helpers import cuda_venv
-from support.scons_helpers import REPO, clone, compiled, edit, scons
+from support.scons_helpers import clone, compiled, edit, scons
 
 from autograd_scons.buildenv import cuda_flags
 
@@ -164,14 +163,12 @@ def test_the_differential_suite_agrees_under_torch_2_14(venv, tmp_path):
     assert int(a_pairs) > 0 and int(v_pairs) > 0 and (a_agree, v_agree) == (a_pairs, v_pairs), out[-3000:]
 
 
+@proof_share.takes_turns("2.14", "the patch's proof under torch 2.14.1")
 def test_torchs_own_functions_patched_agree_under_torch_2_14(venv, tmp_path):
     """`patch-torch --all` of torch 2.14.1's own specs, proven on its OpInfo
     samples (on CPU tensors) as under 2.13: byte-identical gradients."""
     # (the Functions alone: with --kernels it is a command, docs/testing.md, for CI's time;
     # this commit's share of the ops, and under 2.14.1 on every other pair of shares only)
-    if "2.14" not in proof_share.torches():
-        pytest.skip(f"this commit's share of the long proofs runs the patch's proof under torch "
-                    f"{proof_share.torches()[0]} (tests/support/proof_share.py); AGF_PROOF_SHARE=all runs it")
     out = pytest_in_venv(venv, clone(tmp_path / "patch", torch_facts=False), [PATCH_PROOF, "-s"],
                          AGF_PATCH_PROOF_KERNELS="0", AGF_PROOF_SHARE=proof_share.as_environ())
     assert re.search(r"^\d+ ops, \d+ samples, (\d+) gradients compared, \1 equal; ", out, re.M), out[-3000:]

@@ -19,6 +19,7 @@ lighter test of the same thing runs on every commit (docs/testing.md).
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 
@@ -30,7 +31,9 @@ PARTS = 3
 TORCHES = ("2.13", "2.14")
 
 
+@functools.cache
 def _head(repo: str):
+    # (once per process: every module's marks ask, at collection)
     head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True)
     return int(head.stdout.strip()[:12], 16) if head.returncode == 0 else None
 
@@ -77,6 +80,6 @@ def takes_turns(torch: str, what: str):
 
 
 def skip_reason(torch: str, what: str) -> str:
-    return (f"{what} takes turns with the patch's proof: it runs in the CI of the commits whose share puts that "
-            f"proof under torch {torch}, this one's under {' and '.join(torches())} (tests/support/proof_share.py); "
+    return (f"{what}: runs in the CI of the commits whose share of the long proofs puts the patch's proof "
+            f"under torch {torch}, this one's under {' and '.join(torches())} (tests/support/proof_share.py); "
             f"AGF_PROOF_SHARE=all runs it")

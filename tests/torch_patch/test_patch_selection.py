@@ -11,6 +11,7 @@ from autograd_scons.codegen.emit.options import LIBTORCH_NAMESPACE, EmitOptions,
 from autograd_scons.base.errors import SpecError
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.codegen.engine.incremental import update
+from autograd_scons.codegen.engine.patch_kernels import NOT_NAMED
 from autograd_scons.codegen.engine.patch_selection import BOUND_LOCALLY, HIDDEN_HELPER, called, select
 from autograd_scons.codegen.tree import PATCH_REFERENCE, PATCH_SUMMARY
 from autograd_scons.codegen.engine.units import load_model, load_units
@@ -262,3 +263,34 @@ def test_a_patch_with_kernels_parses_the_specs_once(specs, monkeypatch):
     result = update(out, FunctionsRequest(nf, path, None, opts, unity=0))
     assert "aten::sin" in result.units
     assert parsed == [path]
+
+
+def test_only_narrows_all_and_its_kernels_to_the_functions_it_names(specs):
+    s = chosen_with_kernels(specs, DERIVATIVES, every=True, kernels=True, only=("SinBackward0", "EqBackward0"))
+    # (EqBackward0 named but unpatchable: counted by its reason; the others are not asked for, not counted)
+    assert [u.name for u in s.units if u.kind.value == "function"] == ["SinBackward0"]
+    assert s.left_out == {f"{HIDDEN_HELPER} (its symbol table is stripped)": ["EqBackward0"]}
+    assert s.kernels == ["aten::sin", "aten::eq_.Scalar"]
+    assert s.kernels_left_out[NOT_NAMED] == ["aten::mul.Tensor", "aten::angle"]
+    # an edit is patched whether named or not: the specs ask for it
+    edited = chosen(specs, DERIVATIVES.replace("grad * other", "grad * other * 2"), every=True,
+                    only=("SinBackward0",))
+    assert [u.name for u in edited.units] == ["SinBackward0", "MulBackward0"] and edited.edited == ["MulBackward0"]
+
+
+def test_only_naming_no_function_of_the_specs_is_refused_in_one_line(specs):
+    with pytest.raises(SpecError) as e:
+        chosen(specs, DERIVATIVES, every=True, only=("SinBackward0", "SinBackward9", "x" * 10000))
+    assert "only= names 2 that are no Function of these specs: 'SinBackward9', 'xxx" in str(e.value)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 300
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--only", "SinBackward0"], "patch-torch: --only narrows --all"),
+    (["--all", "--only", "@{tmp}/missing.txt"], "patch-torch: --only @{tmp}/missing.txt: No such file or directory"),
+])
+def test_only_without_all_or_its_file_is_one_line_and_builds_nothing(tmp_path, args, says):
+    from support.patch_helpers import environ, patch_torch
+    proc = patch_torch(environ(tmp_path), tmp_path / "patch", *[a.format(tmp=tmp_path) for a in args])
+    assert proc.returncode == 2 and proc.stderr.startswith(says.format(tmp=tmp_path)), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and not (tmp_path / "patch").exists()

@@ -5,6 +5,7 @@ be patched is refused in one line, leaving no library; a patch loaded too
 late says so."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -35,7 +36,7 @@ print(ratios, sorted(autograd_scons.patched_functions()))
 """
 
 
-def built(tmp):
+def _build(tmp):
     """A patch folder built from torch's unedited specs, and its environment."""
     env = environ(tmp)
     proc = patch_torch(env, tmp / "patch")
@@ -45,13 +46,29 @@ def built(tmp):
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    """One such folder for the tests that do not count what compiles."""
-    return built(tmp_path_factory.mktemp("patch"))
+def pristine(tmp_path_factory):
+    """One such folder, never changed: the tests start from copies of it
+    (each build of one compiles two TUs on torch's headers)."""
+    return _build(tmp_path_factory.mktemp("pristine"))[0]
 
 
-def test_one_edit_compiles_one_tu_and_runs_in_the_installed_torch(tmp_path):
-    out, env, tmp = built(tmp_path)
+@pytest.fixture
+def built(pristine, tmp_path):
+    """A copy of the pristine folder in tmp_path, its environment, tmp_path."""
+    shutil.copytree(pristine, tmp_path / "patch", symlinks=True)
+    return tmp_path / "patch", environ(tmp_path), tmp_path
+
+
+@pytest.fixture(scope="module")
+def folder(pristine, tmp_path_factory):
+    """One copy for the tests that do not count what compiles, shared."""
+    tmp = tmp_path_factory.mktemp("patch")
+    shutil.copytree(pristine, tmp / "patch", symlinks=True)
+    return tmp / "patch", environ(tmp), tmp
+
+
+def test_one_edit_compiles_one_tu_and_runs_in_the_installed_torch(built):
+    out, env, tmp = built
     proc = patch_torch(env, out, "--derivatives", edited_specs(tmp, SIN))
     assert proc.returncode == 0, proc.stderr
     assert compiled(proc) == 1, proc.stdout
@@ -87,8 +104,8 @@ def refused(folder, *edits, args=()):
     return lines[0]
 
 
-def test_an_edit_using_a_helper_libtorch_keeps_local_runs_libtorchs_own(tmp_path):
-    out, env, tmp = built(tmp_path)
+def test_an_edit_using_a_helper_libtorch_keeps_local_runs_libtorchs_own(built):
+    out, env, tmp = built
     proc = patch_torch(env, out, "--derivatives", edited_specs(tmp, ANGLE))
     assert proc.returncode == 0, proc.stderr
     assert compiled(proc) == 2, proc.stdout   # the edit's TU, and the one reaching angle_backward
@@ -139,13 +156,11 @@ def test_functions_manual_compiles_the_helpers_into_the_patch(tmp_path):
     assert run.stdout.strip() == "[14.0, 14.0, 14.0, 14.0]", run.stderr
 
 
-def test_a_folder_built_for_another_torch_is_refused(folder, tmp_path):
-    out, env, tmp = folder
-    proc = patch_torch(env, tmp_path / "other")
-    assert proc.returncode == 0, proc.stderr
-    record = tmp_path / "other" / "torch.json"
+def test_a_folder_built_for_another_torch_is_refused(built):
+    out, env, _ = built
+    record = out / "torch.json"
     record.write_text(record.read_text().replace('"version": "', '"version": "0.1-'))
-    for proc in (patch_torch(env, tmp_path / "other"), run_patched(env, tmp_path / "other", "print(1)")):
+    for proc in (patch_torch(env, out), run_patched(env, out, "print(1)")):
         assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "torch 0.1-" in proc.stderr and "not for th" in proc.stderr
 
@@ -187,9 +202,9 @@ def test_a_torch_binding_its_functions_to_itself_or_no_elf_is_refused(tmp_path, 
     assert not os.path.exists(tmp_path / "out2")
 
 
-def test_a_killed_patch_build_leaves_no_patch_and_the_next_one_right(tmp_path):
+def test_a_killed_patch_build_leaves_no_patch_and_the_next_one_right(built):
     import signal
-    out, env, tmp = built(tmp_path)
+    out, env, tmp = built
     specs = edited_specs(tmp, SIN)
     proc = subprocess.Popen([sys.executable, "-m", "autograd_scons", "patch-torch", "-o", str(out), "--derivatives",
                              specs], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -205,12 +220,12 @@ def test_a_killed_patch_build_leaves_no_patch_and_the_next_one_right(tmp_path):
     assert run.stdout.split("\n")[0] == "[3.0, 1.0] ['ForeachSinBackward0', 'SinBackward0']", run.stderr
 
 
-def test_a_compile_error_in_an_edit_is_shown_at_the_yaml_line_first(tmp_path):
+def test_a_compile_error_in_an_edit_is_shown_at_the_yaml_line_first(built):
     """The issue-60 case: sin's formula calling a helper no header declares
     for those arguments (torch 2.13 declares only handle_r_to_c(ScalarType,
     Tensor)).  The first error shown was in the derived ForeachSinBackward0's
     generated code; the derived formula now carries sin's #line too."""
-    out, env, tmp = built(tmp_path)
+    out, env, tmp = built
     edit = (SIN[0], "- name: sin(Tensor self) -> Tensor\n  self: grad * handle_r_to_c(self, self.cos().conj())\n")
     path = edited_specs(tmp, edit)
     with open(path, encoding="utf-8") as f:

@@ -75,10 +75,13 @@ def default_folder(root: str) -> str:
 
 
 def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=None, derivatives=None,
-                every: bool = False, kernels: bool = False, functions_manual=None, jobs: Optional[int] = None,
-                verbose: bool = False) -> PatchResult:
+                every: bool = False, kernels: bool = False, only=(), functions_manual=None,
+                jobs: Optional[int] = None, verbose: bool = False) -> PatchResult:
     """Bring `folder`'s patch up to date with the specs (torch's own for any
-    not given).  Raises PatchError (one line) for a refusal or a failure."""
+    not given); `only`: with `every`, these Functions alone (PatchTarget.only).
+    Raises PatchError (one line) for a refusal or a failure."""
+    if only and not every:
+        raise PatchError(f"{LABEL}: --only narrows --all (every Function that can be patched): give --all too")
     if not sys.platform.startswith("linux"):
         raise PatchError(f"{LABEL}: replacing libtorch's Functions needs ELF symbol interposition by a "
                          f"preloaded library (Linux); not available on {sys.platform}")
@@ -100,7 +103,7 @@ def patch_torch(folder: Optional[str] = None, *, native_functions=None, tags=Non
         functions_h = os.path.join(root, "include", "torch", "csrc", "autograd", "generated", "Functions.h")
         target = PatchTarget(functions_h, (torch_nf, torch_d, torch_tags),
                              () if manual else _unusable(root, facts), every, _bound_locally(functions_h, facts),
-                             kernels, tuple(sorted(_complex_ops(torch_d))))
+                             kernels, tuple(sorted(_complex_ops(torch_d))), tuple(sorted(set(only))))
         request = FunctionsRequest.of(specs[0], specs[2], tags=specs[1], namespace=LIBTORCH_NAMESPACE,
                                       includes=TORCH_MANUAL_INCLUDES, kernels=False, python=True,
                                       unity="auto", pch="auto", patch=target)

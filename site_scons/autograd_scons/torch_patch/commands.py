@@ -20,6 +20,10 @@ def add_commands(sub) -> None:
                    help="also replace the Autograd kernel of every ATen op the tool can generate one for, so "
                         "that torch's ops run through the tool's kernels and Functions alone (libtorch warns once "
                         "that its kernels are overridden)")
+    p.add_argument("--only", metavar="NAMES", default="",
+                   help="with --all: only these Functions (comma-separated, or @FILE with one a line), and with "
+                        "--kernels only the kernels of the ops that create them (a smaller build, e.g. of the "
+                        "Functions a program's graphs reach)")
     p.add_argument("--functions-manual", metavar="CPP",
                    help="torch's FunctionsManual.cpp (of the installed version), compiled into the patch, for "
                         "formulas that use the helpers libtorch does not export")
@@ -42,7 +46,7 @@ def _cmd_patch(args) -> int:
     try:
         result = patch_torch(args.out, native_functions=args.native_functions, tags=args.tags,
                              derivatives=args.derivatives, every=args.every, kernels=args.kernels,
-                             functions_manual=args.functions_manual,
+                             only=_names(args.only), functions_manual=args.functions_manual,
                              jobs=args.jobs, verbose=args.verbose)
     except (PatchError, FolderError, LockTimeout) as e:
         print(str(e).splitlines()[0], file=sys.stderr)
@@ -59,6 +63,19 @@ def _cmd_patch(args) -> int:
         print(f"patch-torch: kernels kept as libtorch's {len(names)}: {why} (e.g. {', '.join(names[:3])})")
     print(f"patch-torch: run with it: python -m autograd_scons run-patched {result.folder} -- CMD [ARGS...]")
     return 0
+
+
+def _names(given: str) -> tuple:
+    """--only's names: a comma-separated list, or @FILE holding one a line
+    (PatchError when FILE cannot be read)."""
+    from autograd_scons.torch_patch.identity import PatchError
+    if given.startswith("@"):
+        try:
+            with open(given[1:], encoding="utf-8") as f:
+                given = f.read().replace("\n", ",")
+        except (OSError, UnicodeDecodeError) as e:
+            raise PatchError(f"patch-torch: --only {given}: {getattr(e, 'strerror', None) or e}") from None
+    return tuple(n.strip() for n in given.split(",") if n.strip())
 
 
 def _cmd_run(args) -> int:

@@ -42,7 +42,11 @@ class PatchTarget:
     `kernels`: every ATen op whose Autograd kernel the generator can write
     gets the patch's own, registered over libtorch's (engine/patch_kernels.py);
     `complex_ops`: the ops torch differentiates for complex outputs (torch's
-    build's list: its kernels refuse the others' complex outputs).
+    build's list: its kernels refuse the others' complex outputs);
+    `only`: with `every`, the unedited Functions patched are these alone
+    (empty: all), and with `kernels` only the ops creating a named
+    Function get the patch's kernel: a smaller build, e.g. of the Functions
+    a program's graphs reach.
     """
     functions_h: str
     reference: tuple[str, str, Optional[str]]
@@ -51,6 +55,7 @@ class PatchTarget:
     bound_locally: tuple[str, ...] = ()
     kernels: bool = False
     complex_ops: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
 
 
 def parse_python(value) -> bool:

@@ -101,7 +101,7 @@ class FunctionsRequest:
             patch = PatchTarget(patch["functions_h"], tuple(patch["reference"]),
                                 tuple((n, w) for n, w in patch["unusable_helpers"]), bool(patch["every"]),
                                 tuple(patch["bound_locally"]), bool(patch.get("kernels", False)),
-                                tuple(patch.get("complex_ops", ())))
+                                tuple(patch.get("complex_ops", ())), tuple(patch.get("only", ())))
         emit = EmitOptions(namespace=namespace, includes=tuple(str(i) for i in includes),
                            kernels=bool(kernels), python=parse_python(python), patch=patch)
         target = StableTarget.parse(stable)

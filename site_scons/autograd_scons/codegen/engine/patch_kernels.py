@@ -37,6 +37,7 @@ MANUAL = "libtorch's kernel is hand-written (VariableTypeManual.cpp)"
 NOTHING_DIFFERENTIABLE = "its entry differentiates nothing"
 NO_ENTRY = "no derivatives entry"
 UNSUPPORTED = "not supported by the kernel generator"
+NOT_NAMED = "its Function is not among those named (only=)"
 
 
 def aten_ops(native: NativeSpec, all_infos: list[DifferentiabilityInfo]) -> list:
@@ -95,7 +96,8 @@ def add_kernels(out, own: list, target, specs: Optional[LoadedSpecs], classes: d
     """Add to the selection `out` the patch's own classes of `own` ((unit,
     why libtorch's class will not do) of the edited Functions), the kernels
     creating them, and with `target.kernels` every other kernel that can be
-    generated; each op left with libtorch's kernel counted by reason."""
+    generated (of the ops creating a Function `target.only` names, when it
+    names any); each op left with libtorch's kernel counted by reason."""
     from autograd_scons.base.errors import SpecError
     if specs is None or not target.complex_ops:
         raise SpecError("the patch's Autograd kernels need torch's specs and its list of the ops it "
@@ -125,12 +127,15 @@ def add_kernels(out, own: list, target, specs: Optional[LoadedSpecs], classes: d
         kernels += [kernel_unit(f, info, exact, True, complex_ops) for f, info, exact in mine
                     if not_generated(f, info) is None]
     if target.kernels:
+        named = frozenset(target.only)
         for f, info, exact in ops:
             if info is not None and info.op in own_names:
                 continue
             why = not_generated(f, info)
             if why is None and info.op not in classes:
                 why = "its Function is not a class of libtorch's"
+            if why is None and named and info.op not in named:
+                why = NOT_NAMED
             if why is not None:
                 out.kernels_left_out.setdefault(why, []).append(f"aten::{f.func.name}")
                 continue

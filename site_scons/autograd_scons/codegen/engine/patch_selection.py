@@ -23,6 +23,9 @@ that cannot be patched is refused, located at its entry: leaving it out
 would be a patch that silently does not do what was asked.  With
 `PatchTarget.every`, the unedited ones that cannot be patched are left out
 and counted by reason; without it, only the edited ones are patched.
+`PatchTarget.only` narrows `every` to the Functions it names (a name that
+is no Function of the specs is refused): those not named keep libtorch's
+and are not counted.
 
     selection = select(units, target, out_dir)   # raises SpecError
     selection.units, selection.left_out, selection.summary()
@@ -87,11 +90,12 @@ def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None
     hidden, bound = dict(target.unusable_helpers), frozenset(target.bound_locally)
     out = Selection()
     own: list = []
+    only = _named(units, target)
     for u in units:
         if u.kind is not Kind.FUNCTION:
             continue
         edited = reference.get(u.name) != hash_of(u.subject)
-        if not edited and not target.every:
+        if not edited and (not target.every or (only and u.name not in only)):
             continue
         problem = _problem(u, classes.get(u.name), hidden, bound)
         if problem is None:
@@ -118,6 +122,17 @@ def select(units: list[Unit], target: PatchTarget, out_dir: Optional[str] = None
         from .patch_kernels import add_kernels   # (it reads the specs' native functions: only then)
         add_kernels(out, own, target, specs, classes)
     return out
+
+
+def _named(units: list[Unit], target: PatchTarget) -> frozenset:
+    """PatchTarget.only, every name a Function of the specs."""
+    names = {u.name for u in units if u.kind is Kind.FUNCTION}
+    unknown = sorted(set(target.only) - names)
+    if unknown:
+        shown = ", ".join(repr(n) for n in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+        raise SpecError(f"only= names {len(unknown)} that are no Function of these specs: {shown}",
+                        target.reference[1])
+    return frozenset(target.only)
 
 
 def called(info) -> set[str]:

@@ -13,7 +13,6 @@ compiled here, and `PYTHON=0`: no Python symbol at all.
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -213,11 +212,18 @@ def _library(root, ns, k):
     return d
 
 
-def _compile_all(dirs):
+def _compile_all(a, b):
+    """a's library as two objects (its bindings apart: the test links them
+    again alone), b's as one: each a TU of its sources #included, since
+    torch's headers are most of each compile."""
     flags = ["-O0", "-w", *cxx.torch_flags(), *cxx.python_flags()]
-    cmds = [[cxx.CXX, *flags, f"-I{d / 'gen'}", "-c", str(src), "-o", str(src) + ".o"]
-            for d in dirs for src in (d / "gen" / "unity" / "bucket_0.cpp", d / "gen" / "python" / "bindings_0.cpp",
-                                      d / "gen" / "cache_key.cpp", d / "kernels.cpp")]
+    sources = ("gen/unity/bucket_0.cpp", "gen/cache_key.cpp", "kernels.cpp")
+    tus = [(a, "rest", sources), (a, "bindings", ("gen/python/bindings_0.cpp",)),
+           (b, "all", (*sources, "gen/python/bindings_0.cpp"))]
+    cmds = []
+    for d, name, included in tus:
+        (d / f"{name}.cpp").write_text("".join(f'#include "{d / src}"\n' for src in included))
+        cmds.append([cxx.CXX, *flags, f"-I{d / 'gen'}", "-c", str(d / f"{name}.cpp"), "-o", str(d / f"{name}.o")])
     for r in cxx.run_all(cmds):
         assert r.returncode == 0, str(r)
 
@@ -266,13 +272,13 @@ else:
 
 def test_clashing_names_take_qualified_ones_and_the_same_class_twice_fails_the_load(tmp_path):
     a, b = _library(tmp_path, "clash_a", 2), _library(tmp_path, "clash_b", 3)
-    _compile_all([a, b])
-    # cache_key.cpp: the digest support.cpp (in the bucket) adds to torch.compile's cache key tag
-    libs = [_link(tmp_path / f"lib{d.name}.so", [d / "gen/unity/bucket_0.cpp.o", d / "gen/python/bindings_0.cpp.o",
-                                                    d / "gen/cache_key.cpp.o", d / "kernels.cpp.o"]) for d in (a, b)]
+    # (cache_key.cpp: the digest support.cpp, in the bucket, adds to torch.compile's cache key tag)
+    _compile_all(a, b)
+    libs = [_link(tmp_path / "libclash_a.so", [a / "rest.o", a / "bindings.o"]),
+            _link(tmp_path / "libclash_b.so", [b / "all.o"])]
     # A second library defining clash_a's classes again (its bindings alone, the
     # rest from the first library, which it is linked to): it must not register.
-    again = _link(tmp_path / "libagain.so", [a / "gen/python/bindings_0.cpp.o", libs[0]])
+    again = _link(tmp_path / "libagain.so", [a / "bindings.o", libs[0]])
     r = subprocess.run([sys.executable, "-c", CLASH_SCRIPT, *libs, again], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip() == (
