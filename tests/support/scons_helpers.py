@@ -70,12 +70,14 @@ def clone(dst, torch_facts=True):
     """A copy of the working tree, as a second checkout would be; with
     `torch_facts`, its default build folder already holds the facts the
     SConstruct asks of torch (torch_flags.torch_facts: a 2 s `import torch`
-    in a subprocess, which is not what these tests are about)."""
-    shutil.copytree(REPO, dst, ignore=_left_out)
+    in a subprocess, which is not what these tests are about).  The top-level
+    `codegen` stays the link it is in git (a copy of the generator, 300 files,
+    was a second package no checkout has)."""
+    shutil.copytree(REPO, dst, ignore=_left_out, symlinks=True)
     if torch_facts:
-        if not _FACTS:  # next to the first clone (a test's temporary folder)
+        if not _FACTS:  # in this process's own folder: a test's tmp_path goes when it passes
             from support.spec_facts import torch_flags
-            path = os.path.join(os.path.dirname(os.path.abspath(dst)), "torch_facts.json")
+            path = os.path.join(extensions_dir(), f"torch_facts-{os.getpid()}.json")
             torch_flags.torch_facts(path)
             _FACTS.append(path)
         os.makedirs(os.path.join(dst, "build"))
