@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from support import extension_checks
+from support import extension_checks, proof_share
 from support.cuda_helpers import cuda_venv
 from support.load_helpers import environ, example, real_compiler, run, start
 from support.scons_helpers import compiled
@@ -49,14 +49,32 @@ REGISTERED = ("print('CUDA', [op for op in ('row_sum', 'cube', 'soft_clip', 'bmu
               "l.startswith('CUDA: registered') for l in torch._C._dispatch_dump('myops::' + op).splitlines())])")
 
 
-@pytest.mark.cuda
-@pytest.mark.compile
-def test_under_torch_2_14_load_uses_another_folder_and_builds_the_cu(tmp_path):
+def _venv_and_folder_keys():
+    """(the torch 2.14.1 venv's python, load()'s folder key under each torch)."""
     python, why = cuda_venv()
     if why:
         (pytest.fail if os.environ.get("AGF_CUDA_TIER_REQUIRED") else pytest.skip)(why)
     keys = [subprocess.run([p, "-c", FOLDER_KEY, REPO], capture_output=True, text=True, check=True,
                            env=environ(cxx="g++")).stdout.strip() for p in (sys.executable, python)]
+    return python, keys
+
+
+@pytest.mark.cuda
+@pytest.mark.compile
+def test_under_torch_2_14_load_keys_another_folder(tmp_path):
+    """(on every commit; the build below takes turns)"""
+    _, keys = _venv_and_folder_keys()
+    assert keys[0] != keys[1] and "torch2.14.1_cu130_" in keys[1] and "_cpu_" in keys[0], keys
+
+
+# load()'s whole build under torch 2.14.1 takes turns with the patch's proof
+# (tests/support/proof_share.py): the cuda tier compiles the same .cu with
+# nvcc under 2.14.1 on every commit, and the key above is checked on every commit.
+@pytest.mark.cuda
+@pytest.mark.compile
+@proof_share.takes_turns("2.13", "load()'s build under torch 2.14.1")
+def test_under_torch_2_14_load_uses_another_folder_and_builds_the_cu(tmp_path):
+    python, keys = _venv_and_folder_keys()
     assert keys[0] != keys[1] and "torch2.14.1_cu130_" in keys[1] and "_cpu_" in keys[0], keys
     call = dict(example(tmp_path / "specs"), verbose=True)
     env = dict(real_compiler(), AUTOGRAD_EXTENSIONS_DIR=str(tmp_path / "ext"), TORCH_CUDA_ARCH_LIST="8.0")

@@ -2,10 +2,12 @@
 the real compiler (issue 34): each process calls the fingerprint op, whose
 kernel returns the constant written in its source (support/fingerprints.py).
 The same scenarios with the stand-in compiler, and many more, are in
-tests/jit/test_load_trust.py and tests/jit/test_load_random.py."""
+tests/jit/test_load_trust.py and tests/jit/test_load_random.py, on every
+commit; this one takes turns with the patch's proof (tests/support/proof_share.py)."""
 
 import pytest
 
+from support import proof_share
 from support.fingerprints import THEN_REAL, fp_call, loaded_value, run
 from support.load_helpers import real_compiler
 
@@ -15,6 +17,7 @@ def computes(call):
 
 
 @pytest.mark.compile
+@proof_share.takes_turns("2.14", "the real compiler's reproduction")
 def test_one_extension_in_two_folders_computes_what_each_source_says(tmp_path):
     """The issue's reproduction: gb computes 1, ga 5, then gb 5 (which
     loaded gb's first library when every load() shared one database)."""
