@@ -212,8 +212,8 @@ LAYERS = [
                                        "autograd_scons.tool.closing_lines", _BASE], ()),
     ("autograd_scons.jit*", ["autograd_scons.jit*", "autograd_scons.buildenv*", "autograd_scons.codegen*",
                              "autograd_scons.build_report.document", _BASE], ("SCons",)),
-    # (shipping reads a project's stable target as the generator does: model/stable.py)
-    ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.codegen.model.stable",
+    # (shipping reads a project's stable target as the generator does: model/stable_target.py)
+    ("autograd_scons.ship*", ["autograd_scons.ship*", "autograd_scons.buildenv*", "autograd_scons.codegen.model.stable_target",
                               _BASE], ("SCons",)),
     ("autograd_scons.torch_patch.patch_sconstruct", ["autograd_scons.torch_patch*", "autograd_scons.buildenv*",
                                                      "autograd_scons.codegen*", "autograd_scons.tool.closing_lines",

@@ -118,9 +118,9 @@ def prelude_dir():
 
 # What every SCons run imports before the tool's own modules: SCons, and the
 # third-party and standard modules the tool imports that SCons does not
-# (~25 ms a run, hundreds of runs).  None of this repository's: a clone's
+# (~40 ms a run, hundreds of runs).  None of this repository's: a clone's
 # SCons run imports its own copy.
-SCONS_PRELOAD = "SCons.Script.Main,yaml,xxhash,difflib,base64"
+SCONS_PRELOAD = "SCons.Script.Main,yaml,xxhash,difflib,base64,socket,concurrent.futures.thread,glob,sysconfig"
 
 
 def scons(cwd, *args, prelude="", check=True, python=sys.executable, environ=None):

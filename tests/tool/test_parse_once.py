@@ -2,13 +2,14 @@
 each spec file once, and the check of the linked library for kernels that
 no object defines (site_scons/autograd_scons/tool/kernel_check.py) uses the kernels the
 generator's update declared, without parsing the specs again; emission reads
-no file but its templates."""
+no file but its templates; a no-op build (the manifest's fast path) imports
+neither the parser nor the model nor the emitters."""
 
 import builtins
 import json
 import os
 
-from support.scons_helpers import FAKE_CXX, clone, scons
+from support.scons_helpers import FAKE_CXX, TINY_ARGS, clone, scons
 from support.spec_facts import REPO
 
 # Counts each spec file's parses (yaml_io.load_entries, before any module
@@ -39,6 +40,37 @@ def test_a_build_and_its_kernel_check_parse_each_spec_once(tmp_path):
     with open(os.path.join(repo, "parses.json")) as f:
         assert json.load(f) == {"native_functions.yaml": 1, "derivatives.yaml": 1}
     assert not os.path.exists(os.path.join(repo, "build", "example", "myops_ext.so"))   # never left to load
+
+
+# Writes the generator's modules the run imported, as it exits.
+_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: open("modules.json", "w").write(json.dumps(
+    sorted(m for m in sys.modules if m.startswith("autograd_scons.codegen.")))))
+"""
+
+
+def test_a_no_op_build_imports_neither_the_parser_nor_the_model_nor_the_emitters(tmp_path):
+    """Every SCons run imports the tool, and most are no-op builds: their
+    import is most of their time, and the model's frozen dataclasses most of
+    that (docs/benchmarks.md)."""
+    repo = clone(tmp_path / "repo")
+    scons(repo, *TINY_ARGS, "CUDA=0")
+    proc = scons(repo, *TINY_ARGS, "CUDA=0", prelude=_MODULES)
+    assert "inputs unchanged (specs not parsed)" in proc.stdout, proc.stdout[-2000:]
+    with open(os.path.join(repo, "modules.json")) as f:
+        imported = json.load(f)
+    assert "autograd_scons.codegen.engine.incremental" in imported   # (the fast path ran here)
+    heavy = [m for m in imported if m.split(".")[2] in ("parse", "model", "emit", "formula")
+             and m not in _LIGHT]
+    assert heavy == []
+
+
+# What the fast path needs of them: the request's options, the manifest's
+# declared kernels, and the digest the tool writes from the library's inputs.
+_LIGHT = {"autograd_scons.codegen.model", "autograd_scons.codegen.emit", "autograd_scons.codegen.emit.options",
+          "autograd_scons.codegen.emit.cache_key", "autograd_scons.codegen.model.declared_kernel",
+          "autograd_scons.codegen.model.stable_target"}
 
 
 def test_emission_reads_no_file_but_its_templates(monkeypatch):

@@ -54,6 +54,9 @@ BINDINGS_H = f"{PYTHON}/bindings.h"
 PCH_HEADER = "prelude_pch.h"
 
 PATCH_SUMMARY = "patch.json"
+# The stable target's generated C++ (emit/stable_registration.py)
+KERNELS_H = "stable/kernels.h"
+REGISTRATION_CPP = "stable/registration.cpp"
 
 MANIFEST = ".autograd_manifest"
 PATCH_REFERENCE = ".autograd_patch_reference"

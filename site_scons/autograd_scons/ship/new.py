@@ -112,7 +112,7 @@ def new(name, cuda=False, where=".", torch_spec=None, stable=None):
     the stable target's oldest torch ("2.10", True), None for the C++ target."""
     check_name(name)
     from autograd_scons.base.errors import OptionError
-    from autograd_scons.codegen.model.stable import StableTarget
+    from autograd_scons.codegen.model.stable_target import StableTarget
     try:
         target = StableTarget.parse(stable)
     except OptionError as e:

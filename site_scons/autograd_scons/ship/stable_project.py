@@ -18,7 +18,7 @@ import os
 from typing import Optional
 
 from autograd_scons.base.errors import OptionError
-from autograd_scons.codegen.model.stable import StableTarget
+from autograd_scons.codegen.model.stable_target import StableTarget
 
 TABLE = "autograd-scons"
 ABI3_TAG = "cp39-abi3"

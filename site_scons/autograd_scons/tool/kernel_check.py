@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from typing import Iterable, Optional
 
-from autograd_scons.codegen.model.extension_op import DeclaredKernel
+from autograd_scons.codegen.model.declared_kernel import DeclaredKernel
 
 _DEMANGLED = re.compile(r"^\s*U\s+(?P<name>[\w:]+)\((?P<params>.*)\)\s*$")
 _DEFINED = re.compile(r"^\S+\s+[TtWw]\s+(?P<name>[\w:]+)\((?P<params>.*)\)\s*$")

@@ -6,7 +6,7 @@ import pytest
 
 from autograd_scons.codegen.engine.functions_request import FunctionsRequest
 from autograd_scons.base.errors import OptionError
-from autograd_scons.codegen.model.stable import StableTarget
+from autograd_scons.codegen.model.stable_target import StableTarget
 
 
 @pytest.mark.parametrize("given, version, define", [

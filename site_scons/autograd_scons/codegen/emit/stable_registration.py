@@ -20,9 +20,6 @@ from ..model.stable import stable_parameter_type, stable_return_type
 from ..templates import load, string_literal
 from ..tree import BANNER
 
-KERNELS_H = "stable/kernels.h"
-REGISTRATION_CPP = "stable/registration.cpp"
-
 
 def _located(unit: KernelUnit, e: Exception) -> SpecError:
     f = unit.func

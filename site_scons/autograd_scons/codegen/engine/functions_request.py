@@ -22,7 +22,7 @@ from typing import Optional
 from ..emit.options import EmitOptions, PatchTarget, parse_python
 from .buckets import AUTO, parse_unity, prelude_pays
 from autograd_scons.base.errors import OptionError
-from ..model.stable import StableTarget
+from ..model.stable_target import StableTarget
 from ..tree import TUKind
 
 
@@ -78,7 +78,7 @@ class FunctionsRequest:
     emit: EmitOptions = field(default_factory=EmitOptions)
     unity: Optional[int] = None    # None: the automatic bucket count; 0: one TU per unit
     pch: Pch = Pch.OFF
-    # The stable target (model/stable.py): kernels on PyTorch's stable ABI,
+    # The stable target (model/stable_target.py): kernels on PyTorch's stable ABI,
     # built once for every torch from this one on, the autograd as Python;
     # None: the C++ target (libtorch's full API, one torch minor).
     stable: Optional[StableTarget] = None

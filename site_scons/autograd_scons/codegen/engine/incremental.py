@@ -18,27 +18,29 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
-from ..emit.python_bindings import binding_units
 from ..emit.cache_key import cache_key_source, digested, file_digest, library_digest
-from ..emit.lines import render_lines
 from ..emit.options import EmitOptions, with_default_namespace
-from ..emit.op_kernels.vmap import render_json_shim
 from autograd_scons.base.errors import SpecError
-from ..model.extension_op import DeclaredKernel, KernelUnit, declared_kernels
 from .functions_request import FunctionsRequest
 from .keys import UnitKey, canonical, digest, generator_version, unit_key
 from .buckets import Layout, bucket_of, plan
 from ..tree import (CACHE_KEY_CPP, JSON_SHIM_FOLDER, MANIFEST, NATIVE_CACHE, OWNED_FOLDERS, PATCH_SUMMARY, TranslationUnit, TUKind,
                    bucket_file, bucket_index, translation_unit)
-from .unity_files import included, included_by_members, render_buckets, render_edit_tus, translation_units
 from .manifest import Manifest, discard_manifest, read_manifest, write_manifest
-from .native_cache import NativeCache
 from .reasons import Reason, Why
 from .units import Kind, LoadedSpecs, Unit, load_model
 from .writer import prune, same_bytes, stat_of, write_files
 
+if TYPE_CHECKING:
+    from ..model.declared_kernel import DeclaredKernel
+    from ..model.extension_op import KernelUnit
+
+# Every SCons run imports this module (a no-op build's included), and most
+# take the manifest's fast path: the parser, the model and the emitters
+# (their frozen dataclasses are most of the tool's import time) are
+# imported by the slow path alone, in the functions below.
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,7 @@ def update(out_dir: str, request: FunctionsRequest, *, jobs: int = 1, others: in
                       code_digest=old.code_digest)
 
     render = render or default_renderer()  # imports yaml and the emitter: slow path only
+    from .native_cache import NativeCache
     from ..parse.yaml_io import gc_paused  # (the parser: the slow path only)
     cache = NativeCache(os.path.join(out_dir, NATIVE_CACHE))
     try:
@@ -255,6 +258,7 @@ class _State:
     def stale_buckets(self, lay: Layout, units: list[Unit], headers: set) -> set:
         """Buckets of the old layout `lay` holding a shadowed unit's old text
         that includes one of `headers`."""
+        from .unity_files import included_by_members
         source = {u.name: u.source for u in units}
         out = set()
         for b in {bucket_of(s, lay.buckets) for s in lay.shadowed if s in source}:
@@ -274,6 +278,9 @@ class _State:
         """Render in memory first: an emission error must leave the tree as it
         was.  The steps: the units that must be rendered, the layout, the
         files every unit shares, the result."""
+        from ..emit.python_bindings import binding_units
+        from ..model.extension_op import declared_kernels
+        from .unity_files import translation_units
         rendered = self._render_units(units, keys, build.opts)
         bound = [u for u in units if u.kind is Kind.FUNCTION and u.bound] if build.opts.python else []
         n_shards = len(binding_units.sources(len(bound)))
@@ -318,6 +325,7 @@ class _State:
 
     def _plan_layout(self, units: list[Unit], build: _Build, r: "_Rendered", others: int):
         """The compile layout (layout.plan), from the edits this run found."""
+        from .unity_files import included
         old = self.old
         trusted = old.layout if old is not None and (old.generator, old.options) == (self.generator, self.options) \
             else None
@@ -339,6 +347,11 @@ class _State:
                        p, bound: list[Unit]) -> list[str]:
         """The files every unit shares (headers, bindings, buckets, edit TUs)
         added to `r`; returns the binding TUs whose bytes changed."""
+        from ..emit.lines import render_lines
+        from ..emit.op_kernels.vmap import render_json_shim
+        from ..emit.python_bindings import binding_units
+        from .unity_files import render_buckets, render_edit_tus
+
         def text_of(u: Unit) -> str:
             if u.name not in r.texts:
                 r.texts[u.name] = u.render(build.opts)
@@ -423,4 +436,5 @@ def _unchecked_inputs(units: list) -> dict:
 def _extension_kernels(units: list) -> list[KernelUnit]:
     """The extension ops' kernel units (a patch's kernel units are ATen
     ops', emit/aten_kernels/aten_kernel.py's AtenKernel: no declared kernel, no transform)."""
+    from ..model.extension_op import KernelUnit
     return [u.subject for u in units if u.kind is Kind.KERNEL and isinstance(u.subject, KernelUnit)]

@@ -21,7 +21,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..model.extension_op import DeclaredKernel
+from ..model.declared_kernel import DeclaredKernel
 from .keys import UnitKey, digest, dumps
 from .buckets import Layout
 from ..tree import MANIFEST  # noqa: F401  (its file's name: tree.py owns every name)

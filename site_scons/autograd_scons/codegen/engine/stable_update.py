@@ -27,8 +27,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..emit.stable_registration import KERNELS_H, REGISTRATION_CPP, render_kernels_header, render_registration
 from .functions_request import FunctionsRequest
+from ..tree import KERNELS_H, REGISTRATION_CPP
 from .writer import same_bytes, write_files
 
 STABLE_FOLDER = "stable"
@@ -77,7 +77,8 @@ def _python_autograd(request: FunctionsRequest, namespace: str) -> dict:
 def update_stable(out_dir: str, request: FunctionsRequest, *, dry_run: bool = False) -> StableResult:
     """Raises SpecError on bad input, located at its yaml line, before
     anything is written."""
-    from ..parse.extension_ops import kernel_units  # (the parser: on use)
+    from ..parse.extension_ops import kernel_units  # (the parser and the emitter: on use)
+    from ..emit.stable_registration import render_kernels_header, render_registration
     from ..parse.native_functions import load_tags, parse_native_functions
     from ..parse.yaml_io import read_text
     from autograd_scons.base.errors import SpecError

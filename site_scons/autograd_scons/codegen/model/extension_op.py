@@ -2,8 +2,8 @@
 its native function paired with the info that differentiates it
 (`KernelUnit`), the C++ signature the dispatcher gives its kernels, the
 name of its caller (`<ns>::<caller>(...)`, emit/op_kernels/callers.py), and the kernels
-it declares for the extension to define (`DeclaredKernel`: what the linked
-library's check, tool/kernel_check.py, looks for)."""
+it declares for the extension to define (`DeclaredKernel`, declared_kernel.py:
+what the linked library's check, tool/kernel_check.py, looks for)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 
 from autograd_scons.base.errors import FormulaError
 from .autograd import DifferentiabilityInfo
+from .declared_kernel import DeclaredKernel
 from .cpp import OPTIONAL_TENSOR, ConstRefCType, argument_type, return_type
 from .native import NativeFunction, OpUnitNames
 from .schema import OUT, Argument, ListType, OptionalType, is_tensor_like
@@ -133,37 +134,6 @@ def caller_name(namespace: str, stem: str, classes_ns: Optional[str] = None) -> 
     outer, _, inner = (classes_ns or "").partition("::")
     taken = {"native"} | ({inner.split("::")[0]} if outer == namespace and inner else set())
     return None if name in CPP_KEYWORDS or name in taken else name
-
-
-@dataclass(frozen=True)
-class DeclaredKernel:
-    """A kernel that `dispatch:` declares and the extension must define:
-    `<namespace>::native::<name>`, with where it is declared and its C++
-    signature.  Plain values: the manifest keeps them for a build that
-    parses nothing."""
-    namespace: str
-    name: str
-    key: str        # the dispatch key it is registered under
-    op: str         # `ns::op.overload`
-    file: str
-    line: int       # the line of its dispatch key
-    ret: str
-    params: tuple[str, ...]
-
-    @property
-    def symbol(self) -> str:
-        return f"{self.namespace}::native::{self.name}"
-
-    def as_json(self) -> list:
-        return [self.namespace, self.name, self.key, self.op, self.file, self.line, self.ret, list(self.params)]
-
-    @classmethod
-    def from_json(cls, row: list) -> "DeclaredKernel":
-        ns, name, key, op, file, line, ret, params = row
-        if not (all(isinstance(x, str) for x in (ns, name, key, op, file, ret)) and isinstance(line, int)
-                and isinstance(params, list) and all(isinstance(p, str) for p in params)):
-            raise ValueError("bad declared kernel")
-        return cls(ns, name, key, op, file, line, ret, tuple(params))
 
 
 def declared_kernels(units: Sequence[KernelUnit]) -> list[DeclaredKernel]:
