@@ -35,9 +35,9 @@ from support.spec_facts import REPO
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 import _distccd  # noqa: E402
 
-# (takes turns with the sccache hosts' module: tests/buildenv/test_launcher.py's
-# loopback distccd runs on every commit)
-pytestmark = [pytest.mark.compile, pytest.mark.slow, proof_share.takes_turns("2.14", "the distcc hosts' module")]
+# (one commit in three: tests/buildenv/test_launcher.py's loopback distccd
+# runs on every commit)
+pytestmark = [pytest.mark.compile, pytest.mark.slow, proof_share.in_turn(0, "the distcc hosts' module")]
 
 LIB = os.path.join("build", "example", "myops_ext.so")
 EXAMPLE = ("UNITY=2", "PCH=0", "OPT=-O0")

@@ -39,7 +39,7 @@ from support.spec_facts import REPO
 
 # (takes turns with the distcc hosts' module: tests/buildenv/test_launcher.py's
 # sccache with a local cache runs on every commit)
-pytestmark = [pytest.mark.compile, pytest.mark.slow, proof_share.takes_turns("2.13", "the sccache hosts' module")]
+pytestmark = [pytest.mark.compile, pytest.mark.slow, proof_share.in_turn(1, "the sccache hosts' module")]
 
 LIB = os.path.join("build", "example", "myops_ext.so")
 # The example without its Python bindings (two buckets and kernels.cpp of ~10 s of CPU at -O0, the cache

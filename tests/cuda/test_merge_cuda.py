@@ -21,7 +21,7 @@ from support import proof_share, ship_helpers as ship
 from test_cuda_tier import venv  # noqa: F401  (the tier's venv fixture: skips without it)
 
 # (takes turns with tests/cuda/test_ship_cuda.py: each commit's CI builds one CUDA wheel)
-pytestmark = [pytest.mark.cuda, pytest.mark.compile, proof_share.takes_turns("2.14", "the merged CUDA wheel's module")]
+pytestmark = [pytest.mark.cuda, pytest.mark.compile, proof_share.in_turn(2, "the merged CUDA wheel's module")]
 
 NAME = "span_ops"
 INFO = f"{NAME}-0.1.0.dist-info"

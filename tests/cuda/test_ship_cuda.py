@@ -16,7 +16,7 @@ from support import proof_share, ship_helpers as ship
 from test_cuda_tier import fatbin_sass, venv  # noqa: F401  (the tier's venv fixture: skips without it)
 
 # (takes turns with tests/cuda/test_merge_cuda.py: each commit's CI builds one CUDA wheel)
-pytestmark = [pytest.mark.cuda, pytest.mark.compile, proof_share.takes_turns("2.13", "the CUDA wheel's module")]
+pytestmark = [pytest.mark.cuda, pytest.mark.compile, proof_share.in_turn(2, "the CUDA wheel's module")]
 
 NAME = "cuda_first"
 

@@ -67,12 +67,12 @@ def test_under_torch_2_14_load_keys_another_folder(tmp_path):
     assert keys[0] != keys[1] and "torch2.14.1_cu130_" in keys[1] and "_cpu_" in keys[0], keys
 
 
-# load()'s whole build under torch 2.14.1 takes turns with the patch's proof
+# load()'s whole build under torch 2.14.1 runs in one commit's CI in three
 # (tests/support/proof_share.py): the cuda tier compiles the same .cu with
 # nvcc under 2.14.1 on every commit, and the key above is checked on every commit.
 @pytest.mark.cuda
 @pytest.mark.compile
-@proof_share.takes_turns("2.13", "load()'s build under torch 2.14.1")
+@proof_share.in_turn(1, "load()'s build under torch 2.14.1")
 def test_under_torch_2_14_load_uses_another_folder_and_builds_the_cu(tmp_path):
     python, keys = _venv_and_folder_keys()
     assert keys[0] != keys[1] and "torch2.14.1_cu130_" in keys[1] and "_cpu_" in keys[0], keys

@@ -3,7 +3,7 @@ the real compiler (issue 34): each process calls the fingerprint op, whose
 kernel returns the constant written in its source (support/fingerprints.py).
 The same scenarios with the stand-in compiler, and many more, are in
 tests/jit/test_load_trust.py and tests/jit/test_load_random.py, on every
-commit; this one takes turns with the patch's proof (tests/support/proof_share.py)."""
+commit; this one runs in one commit's CI in three (tests/support/proof_share.py)."""
 
 import pytest
 
@@ -17,7 +17,7 @@ def computes(call):
 
 
 @pytest.mark.compile
-@proof_share.takes_turns("2.14", "the real compiler's reproduction")
+@proof_share.in_turn(0, "the real compiler's reproduction")
 def test_one_extension_in_two_folders_computes_what_each_source_says(tmp_path):
     """The issue's reproduction: gb computes 1, ga 5, then gb 5 (which
     loaded gb's first library when every load() shared one database)."""

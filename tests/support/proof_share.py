@@ -12,9 +12,11 @@ cover every op; the whole proof stays one command (docs/testing.md).
                            test skips, saying so); in a checkout without git:
                            every op, under each torch
 
-The heaviest environment modules take turns with the proof the same way
-(`takes_turns`): each runs in the CI of every other pair of shares, while a
+The heaviest environment modules take turns among themselves (`in_turn`):
+each runs in one of TURNS commits' CI, chosen from the commit as well
+(h // (PARTS * 2) % TURNS, apart from the share and the torch), while a
 lighter test of the same thing runs on every commit (docs/testing.md).
+`takes_turns` ties a test to the torch of the patch's proof instead.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import subprocess
 from support.spec_facts import REPO
 
 PARTS = 3
+# The heaviest environment modules' groups: each commit's CI runs one.
+TURNS = 3
 # The torch versions the patch's OpInfo proof runs under (the test module
 # directly, and the cuda tier's venv).
 TORCHES = ("2.13", "2.14")
@@ -58,6 +62,14 @@ def torches(environ=os.environ, repo: str = REPO) -> tuple[str, ...]:
     return TORCHES if h is None else (TORCHES[h // PARTS % 2],)
 
 
+def turn(environ=os.environ, repo: str = REPO):
+    """Which group of the heaviest environment modules this run makes
+    (0 <= turn < TURNS), or None for all of them: AGF_PROOF_SHARE set (any
+    value), or a checkout without git."""
+    h = None if environ.get("AGF_PROOF_SHARE") else _head(repo)
+    return None if h is None else h // (PARTS * len(TORCHES)) % TURNS
+
+
 def as_environ(environ=os.environ, repo: str = REPO) -> str:
     """AGF_PROOF_SHARE's value for a child that runs in a copy without git
     (the cuda tier's clone): this run's share."""
@@ -77,6 +89,19 @@ def takes_turns(torch: str, what: str):
     git run it."""
     import pytest
     return pytest.mark.skipif(torch not in torches(), reason=skip_reason(torch, what))
+
+
+def in_turn(k: int, what: str):
+    """A pytest mark: the test or module runs in the CI of the commits whose
+    turn is k, in one of TURNS, and skips, saying so, in the others; how CI
+    keeps its time with every heavy environment module (docs/testing.md).
+    AGF_PROOF_SHARE (any value) and a checkout without git run it."""
+    import pytest
+    assert 0 <= k < TURNS, k
+    now = turn()
+    return pytest.mark.skipif(now is not None and now != k, reason=(
+        f"{what}: runs in the CI of one commit in {TURNS} (turn {k}), this one's turn is {now} "
+        f"(tests/support/proof_share.py); AGF_PROOF_SHARE=all runs it"))
 
 
 def skip_reason(torch: str, what: str) -> str:

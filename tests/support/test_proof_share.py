@@ -4,6 +4,7 @@ chosen from the commit, and the whole proof on request."""
 import pytest
 
 from support.proof_share import PARTS, describe, share
+from support.spec_facts import REPO
 
 
 def test_the_share_is_asked_for_or_taken_from_the_commit(tmp_path):
@@ -39,3 +40,17 @@ def test_a_module_taking_turns_runs_with_its_torchs_proof_and_all_on_request(mon
         assert "AGF_PROOF_SHARE=all runs it" in mark.kwargs["reason"]
     monkeypatch.setenv("AGF_PROOF_SHARE", "all")
     assert [takes_turns(torch, "this module").args for torch in TORCHES] == [(False,), (False,)]
+
+
+def test_the_heavy_modules_run_in_one_turn_a_commit_and_all_on_request(monkeypatch, tmp_path):
+    from support.proof_share import PARTS, TORCHES, TURNS, _head, in_turn, turn
+    monkeypatch.delenv("AGF_PROOF_SHARE", raising=False)
+    now = turn()   # (this checkout's HEAD)
+    assert now == _head(REPO) // (PARTS * len(TORCHES)) % TURNS
+    marks = [in_turn(k, "this module") for k in range(TURNS)]
+    assert [m.args for m in marks] == [(k != now,) for k in range(TURNS)]   # exactly one turn runs
+    assert f"this one's turn is {now}" in marks[0].kwargs["reason"]
+    assert "AGF_PROOF_SHARE=all runs it" in marks[0].kwargs["reason"]
+    assert turn({}, repo=str(tmp_path)) is None   # not a checkout: every turn
+    monkeypatch.setenv("AGF_PROOF_SHARE", "all")
+    assert turn() is None and [in_turn(k, "this module").args for k in range(TURNS)] == [(False,)] * TURNS
