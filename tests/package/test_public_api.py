@@ -16,6 +16,7 @@ import sys
 import pytest
 
 import autograd_scons
+from support import forked
 from support.spec_facts import REPO
 
 # The standard base each error had before the common one: code catching
@@ -57,8 +58,8 @@ def _module_names():
 
 
 def test_every_error_derives_from_the_one_base_and_keeps_its_own():
-    proc = subprocess.run([sys.executable, "-c", _EXCEPTIONS, *_module_names()], capture_output=True, text=True,
-                          cwd=REPO)
+    # (a process that has imported torch and nothing of this package, forked: support/forked.py)
+    proc = forked.run(_EXCEPTIONS, _module_names(), dict(os.environ), cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout)
     by_name = {q.rpartition(".")[2]: v for q, v in found.items()}

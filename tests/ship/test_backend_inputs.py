@@ -21,7 +21,9 @@ run code.
   nothing.
 
 Fast: the hooks refuse before any build, so no compiler runs; each case is
-one short subprocess, with this checkout's autograd_scons first on its path.
+one short process, with this checkout's autograd_scons first on its path,
+forked from one that imported the standard modules the backend imports
+(support/forked.py: `packaging` and the backend itself are imported by each).
 """
 
 import json
@@ -31,6 +33,7 @@ import tarfile
 
 import pytest
 
+from support import forked
 from support import ship_helpers as ship
 
 
@@ -61,9 +64,14 @@ def _project(root, name="demo_ops", version="0.1.0", more=""):
     return project
 
 
+# The standard modules the backend imports (none of this repository's, nor
+# `packaging`: HOOK_NO_PACKAGING makes it unimportable in the child).
+_PRELOAD = "ast,base64,dataclasses,gzip,hashlib,inspect,json,subprocess,sysconfig,tarfile,tokenize,xxhash"
+
+
 def _hook(project, hook, out, pythonpath, code=HOOK):
     os.makedirs(out, exist_ok=True)
-    return ship.run([sys.executable, "-c", code, hook, out], project, ship.environ(pythonpath), check=False)
+    return forked.run(code, [hook, out], ship.environ(pythonpath), cwd=str(project), preload=_PRELOAD)
 
 
 def _one_line_error(proc):
