@@ -49,11 +49,17 @@ atexit.register(lambda: open("modules.json", "w").write(json.dumps(
     sorted(m for m in sys.modules if m.startswith("autograd_scons.codegen.")))))
 """
 
+# What the fast path needs of them: the request's options, the manifest's
+# declared kernels, and the digest the tool writes from the library's inputs.
+_LIGHT = {"autograd_scons.codegen.model", "autograd_scons.codegen.emit", "autograd_scons.codegen.emit.options",
+          "autograd_scons.codegen.emit.cache_key", "autograd_scons.codegen.model.declared_kernel",
+          "autograd_scons.codegen.model.stable_target"}
+
 
 def test_a_no_op_build_imports_neither_the_parser_nor_the_model_nor_the_emitters(tmp_path):
-    """Every SCons run imports the tool, and most are no-op builds: their
-    import is most of their time, and the model's frozen dataclasses most of
-    that (docs/benchmarks.md)."""
+    """Every SCons run imports the tool: a no-op build's import is most of
+    its time, and the model's frozen dataclasses were most of that
+    (docs/benchmarks.md)."""
     repo = clone(tmp_path / "repo")
     scons(repo, *TINY_ARGS, "CUDA=0")
     proc = scons(repo, *TINY_ARGS, "CUDA=0", prelude=_MODULES)
@@ -64,13 +70,6 @@ def test_a_no_op_build_imports_neither_the_parser_nor_the_model_nor_the_emitters
     heavy = [m for m in imported if m.split(".")[2] in ("parse", "model", "emit", "formula")
              and m not in _LIGHT]
     assert heavy == []
-
-
-# What the fast path needs of them: the request's options, the manifest's
-# declared kernels, and the digest the tool writes from the library's inputs.
-_LIGHT = {"autograd_scons.codegen.model", "autograd_scons.codegen.emit", "autograd_scons.codegen.emit.options",
-          "autograd_scons.codegen.emit.cache_key", "autograd_scons.codegen.model.declared_kernel",
-          "autograd_scons.codegen.model.stable_target"}
 
 
 def test_emission_reads_no_file_but_its_templates(monkeypatch):

@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from ..model.declared_kernel import DeclaredKernel
     from ..model.extension_op import KernelUnit
 
-# Every SCons run imports this module (a no-op build's included), and most
-# take the manifest's fast path: the parser, the model and the emitters
-# (their frozen dataclasses are most of the tool's import time) are
-# imported by the slow path alone, in the functions below.
+# Every SCons run imports this module, a no-op build's included, which takes
+# the manifest's fast path: the parser, the model and the emitters (their
+# frozen dataclasses are most of the tool's import time) are imported by
+# the slow path alone, in the functions below.
 
 
 @dataclass(frozen=True)

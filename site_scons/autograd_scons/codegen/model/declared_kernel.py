@@ -12,10 +12,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class DeclaredKernel:
-    """A kernel that `dispatch:` declares and the extension must define:
-    `<namespace>::native::<name>`, with where it is declared and its C++
-    signature.  Plain values: the manifest keeps them for a build that
-    parses nothing."""
+    """`<namespace>::native::<name>`, with where it is declared and its C++
+    signature."""
     namespace: str
     name: str
     key: str        # the dispatch key it is registered under
