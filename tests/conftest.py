@@ -28,6 +28,7 @@ Tiers (markers):
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import signal
@@ -138,6 +139,15 @@ def pytest_collection_modifyitems(config, items):
     order = sorted(groups.values(), key=lambda tests: (not any(t.get_closest_marker("slow") for t in tests),
                                                        -len(tests)))
     items[:] = [item for tests in order for item in tests]
+
+
+def pytest_collection_finish(session):
+    """What collection imported (torch, the test modules: about 200,000
+    objects) lives until the run ends: frozen out of the collector's
+    reach, the full collections during the tests, and pytest's five at the
+    end (unraisableexception), walk only what the tests themselves made."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_configure(config):
