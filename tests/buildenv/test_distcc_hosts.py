@@ -12,7 +12,8 @@ clones, this checkout and torch's package do not exist.
   link set down while it compiles (distcc notices after
   DISTCC_IO_TIMEOUT); a host that accepts and closes every connection;
   every host down with DISTCC_FALLBACK=0 (one line naming both hosts,
-  exit 2, no object written).
+  exit 2, no object written). A lost host leaves none of its jobs' files in
+  the machine's temporary folder.
 
 The fault builds compile the example without its Python bindings and with
 two buckets (PYTHON=0 UNITY=2: 4 TUs at -O0, the buckets and kernels.cpp ~10 s of CPU each, the
@@ -20,9 +21,12 @@ cache key's digest ~1 s) to keep
 the compile tier short.
 """
 
+import contextlib
 import os
+import pwd
 import re
 import sys
+import tempfile
 import time
 
 import pytest
@@ -170,8 +174,26 @@ def check_rerouted(victim, other, out, err):
     ran_elsewhere(unfinished, other, err)
 
 
+def left_in_tmp(since: float, daemons: dict) -> list:
+    """What the hosts' distccd (user nobody) and its compilers wrote to the
+    machine's temporary folder since `since`, besides the daemons' own
+    folders: a job's files that a killed or cut-off host never removes,
+    which must go with the host's folder."""
+    nobody = pwd.getpwnam("nobody").pw_uid
+    top = tempfile.gettempdir()
+    found = []
+    for name in os.listdir(top):
+        with contextlib.suppress(FileNotFoundError):
+            st = os.lstat(os.path.join(top, name))
+            if st.st_uid == nobody and st.st_mtime >= since:
+                found.append(name)
+    ours = {os.path.basename(d.dir) for d in daemons.values()}
+    return sorted(set(found) - ours)
+
+
 @pytest.mark.parametrize("fault", ["distccd_killed", "link_down"])
 def test_a_host_lost_mid_build_leaves_a_right_library(net, daemons, tmp_path, fault):
+    since = time.time() - 1
     a, b = daemons["a"], daemons["b"]
     root = clone(tmp_path / "clone")
     env = client_env(tmp_path, [a.entry, b.entry], DISTCC_IO_TIMEOUT=str(IO_TIMEOUT_S))
@@ -187,6 +209,7 @@ def test_a_host_lost_mid_build_leaves_a_right_library(net, daemons, tmp_path, fa
         if proc.poll() is None:
             proc.kill()
     out_text, err_text = ok(result)
+    assert left_in_tmp(since, daemons) == []
     check_rerouted(a, b, out_text, err_text)
     check_example_library(root, os.path.join(root, LIB))
     no_op(net, root, *SMALL, "-j2", "LAUNCHER=distcc", env=env)

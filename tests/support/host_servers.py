@@ -77,7 +77,10 @@ class Distccd:
             self.proc = host.start([*pin, "distccd", "--no-detach", "--daemon", "--user", "nobody", "--listen", host.address,
                                     "--allow", str(host.network.subnet), "--port", str(DISTCC_PORT), "--jobs",
                                     str(jobs), "--log-file", self.log, "--log-level", "info"],
-                                   stdout=subprocess.DEVNULL, stderr=err)
+                                   stdout=subprocess.DEVNULL, stderr=err,
+                                   # its jobs' files and its compilers' in its own folder, gone
+                                   # with the host: a killed host never removes them itself
+                                   env=dict(os.environ, TMPDIR=self.dir))
         host.wait_listening(DISTCC_PORT, self.proc)
 
     @property
